@@ -1,0 +1,64 @@
+"""The ``lastedge`` command: one sub-command per user task, each registered by the part that owns it.
+
+Every part (train, export, runtime) has a ``commands.py`` with ``register(subparsers)``; each
+sub-command sets ``func(args) -> int``. Errors a user can cause (bad data, bad files, a missing
+extra) print one line to stderr and exit non-zero, without a traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+import zipfile
+from typing import Sequence
+
+from lastedge import __version__
+
+# The parts whose commands the CLI offers, in the order --help lists them.
+_COMMAND_MODULES = (
+    "lastedge.train.commands",
+    "lastedge.export.commands",
+    "lastedge.runtime.commands",
+    "lastedge.demo",
+)
+
+USER_ERRORS = (ValueError, TypeError, ImportError, OSError, zipfile.BadZipFile, KeyError)
+
+
+class CommandError(Exception):
+    """An error a command reports to the user as one line."""
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="lastedge",
+        description="Train LAST soft-threshold classifiers, export them, run and benchmark them.",
+    )
+    parser.add_argument("--version", action="version", version=f"lastedge {__version__}")
+    subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
+    for name in _COMMAND_MODULES:
+        importlib.import_module(name).register(subparsers)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the CLI; returns the exit status (0 ok, 1 error, 2 usage)."""
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if not getattr(args, "func", None):
+        parser.print_help()
+        return 2
+    try:
+        return int(args.func(args) or 0)
+    except KeyboardInterrupt:
+        print("lastedge: interrupted", file=sys.stderr)
+        return 130
+    except (CommandError, *USER_ERRORS) as err:
+        message = str(err).splitlines()[0] if str(err) else type(err).__name__
+        print(f"lastedge {args.command}: error: {message}", file=sys.stderr)
+        return 1
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

@@ -1,0 +1,10 @@
+"""lastedge.runtime: run trained soft-threshold classifiers with numpy (and optional device backends).
+
+Imports numpy only; onnxruntime or a TFLite interpreter is imported lazily when a file of that kind
+is loaded.
+"""
+
+from .model import Model, check_input, write_atomically
+from .preprocess import Preprocess
+
+__all__ = ["Model", "Preprocess", "check_input", "write_atomically"]

@@ -1,0 +1,259 @@
+"""``Model``: the one in-memory form of a trained soft-threshold classifier, and its ``.npz`` file.
+
+``score(x) = max(0, preprocess(x) @ dictionary - alpha) @ weights``. Binary models have one output
+(score > 0 means ``classes[1]``); one-vs-all models have one output per class. The file is a
+``.npz`` archive of plain arrays, written atomically and read with ``allow_pickle=False``; every
+shape and dtype is checked on load.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+import zipfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from .preprocess import Preprocess
+
+FORMAT = "lastedge-model"
+FORMAT_VERSION = 1
+_REQUIRED = ("format", "format_version", "dictionary", "weights", "alpha", "classes", "preprocess", "meta")
+_OPTIONAL = ("preprocess_mean", "preprocess_scale")
+
+
+def _library_version() -> str:
+    from lastedge import __version__
+
+    return __version__
+
+
+def check_input(X: Any, n_features: int) -> np.ndarray:
+    """Validate a batch of raw inputs: 2-D, real numbers, finite, ``n_features`` wide.
+
+    NaN and infinite values are refused (not silently propagated): a soft-threshold score of a
+    NaN input is meaningless, and on a device it usually means a broken sensor read.
+    """
+    X = np.asarray(X)
+    if X.dtype.kind not in "biuf":
+        raise TypeError(f"X must hold real numbers, got dtype {X.dtype}")
+    if X.ndim != 2:
+        raise ValueError(
+            f"X must be 2-D [n_samples, {n_features}], got {X.ndim}-D shape {X.shape}; "
+            "wrap a single sample as X[None, :]"
+        )
+    if X.shape[1] != n_features:
+        raise ValueError(f"X has {X.shape[1]} features, the model expects {n_features}")
+    if X.dtype.kind == "f" and not np.all(np.isfinite(X)):
+        raise ValueError("X contains NaN or infinite values")
+    return X
+
+
+@dataclass
+class Model:
+    """A trained soft-threshold classifier.
+
+    Parameters
+    ----------
+    dictionary : float32 array [n_features, n_atoms]
+        All atoms of all heads side by side.
+    weights : float32 array [n_atoms, n_outputs]
+        Output weights; block structured for one-vs-all. ``n_outputs == 1`` for binary models.
+    classes : 1-D array of labels (numbers or strings)
+    alpha : float
+        The threshold (1.0 for LAST).
+    preprocess : Preprocess
+        Applied to raw inputs before the first MatMul.
+    meta : dict
+        JSON-serialisable training facts (parameters, data shape, metrics).
+    """
+
+    dictionary: np.ndarray
+    weights: np.ndarray
+    classes: np.ndarray
+    alpha: float = 1.0
+    preprocess: Preprocess = field(default_factory=Preprocess)
+    meta: dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        self.dictionary = np.ascontiguousarray(self.dictionary, dtype=np.float32)
+        self.weights = np.ascontiguousarray(self.weights, dtype=np.float32)
+        self.classes = np.asarray(self.classes)
+        self.alpha = float(self.alpha)
+        self.meta = dict(self.meta)
+        self._validate()
+
+    def _validate(self) -> None:
+        D, W, classes = self.dictionary, self.weights, self.classes
+        if D.ndim != 2 or W.ndim != 2:
+            raise ValueError(f"dictionary and weights must be 2-D, got shapes {D.shape} and {W.shape}")
+        if D.shape[0] < 1 or D.shape[1] < 1:
+            raise ValueError(f"dictionary must be non-empty, got shape {D.shape}")
+        if W.shape[0] != D.shape[1]:
+            raise ValueError(f"weights have {W.shape[0]} rows, dictionary has {D.shape[1]} atoms")
+        if classes.ndim != 1 or classes.dtype.kind not in "biufU":
+            raise ValueError(f"classes must be a 1-D array of numbers or strings, got {classes.dtype}")
+        if len(classes) < 2 or len(np.unique(classes)) != len(classes):
+            raise ValueError(f"classes must hold at least 2 distinct labels, got {classes.tolist()}")
+        expected_outputs = 1 if len(classes) == 2 else len(classes)
+        if W.shape[1] != expected_outputs:
+            raise ValueError(
+                f"{len(classes)} classes need {expected_outputs} weight columns, got {W.shape[1]}"
+            )
+        if not (np.all(np.isfinite(D)) and np.all(np.isfinite(W)) and np.isfinite(self.alpha)):
+            raise ValueError("dictionary, weights and alpha must be finite")
+        if not isinstance(self.preprocess, Preprocess):
+            raise TypeError("preprocess must be a lastedge.runtime.Preprocess")
+        self.preprocess.check_width(D.shape[0])
+
+    @property
+    def n_features(self) -> int:
+        return self.dictionary.shape[0]
+
+    @property
+    def n_atoms(self) -> int:
+        return self.dictionary.shape[1]
+
+    @property
+    def n_outputs(self) -> int:
+        return self.weights.shape[1]
+
+    @property
+    def macs_per_sample(self) -> int:
+        """Multiply-accumulates of one inference (both MatMuls; preprocessing not counted)."""
+        return self.n_features * self.n_atoms + self.n_atoms * self.n_outputs
+
+    def features(self, X: Any) -> np.ndarray:
+        """The sparse soft-threshold features ``max(0, preprocess(x) @ D - alpha)``, [n, n_atoms]."""
+        Z = self.preprocess.apply(check_input(X, self.n_features))
+        F = Z @ self.dictionary
+        F -= np.float32(self.alpha)
+        np.maximum(F, 0, out=F)
+        return F
+
+    def decision_function(self, X: Any) -> np.ndarray:
+        """Scores: [n] for binary models (> 0 means ``classes[1]``), [n, n_classes] otherwise."""
+        scores = self.features(X) @ self.weights
+        return scores[:, 0] if self.n_outputs == 1 else scores
+
+    def predict(self, X: Any) -> np.ndarray:
+        """Predicted labels, [n]."""
+        return self.labels_from_scores(self.decision_function(X))
+
+    def labels_from_scores(self, scores: np.ndarray) -> np.ndarray:
+        """Map scores as returned by ``decision_function`` to labels."""
+        if scores.ndim == 1:
+            return self.classes[(scores > 0).astype(np.intp)]
+        return self.classes[np.argmax(scores, axis=1)]
+
+    # ------------------------------------------------------------------ file
+    def to_arrays(self) -> dict[str, np.ndarray]:
+        """The arrays of the ``.npz`` file (no object arrays; JSON fields as strings)."""
+        meta = {**self.meta, "lastedge_version": self.meta.get("lastedge_version", _library_version())}
+        arrays = {
+            "format": np.array(FORMAT),
+            "format_version": np.array(FORMAT_VERSION, dtype=np.int64),
+            "dictionary": self.dictionary,
+            "weights": self.weights,
+            "alpha": np.array(self.alpha, dtype=np.float64),
+            "classes": self.classes,
+            "preprocess": np.array(json.dumps(self.preprocess.describe())),
+            "meta": np.array(json.dumps(meta, sort_keys=True)),
+        }
+        if self.preprocess.mean is not None:
+            arrays["preprocess_mean"] = self.preprocess.mean
+            arrays["preprocess_scale"] = self.preprocess.scale
+        return arrays
+
+    def save(self, path: str | os.PathLike) -> Path:
+        """Write the model to ``path`` atomically (temp file in the same folder, then rename)."""
+        path = Path(path)
+        if path.suffix != ".npz":
+            raise ValueError(f"model files end in .npz, got {path.name!r}")
+        write_atomically(path, lambda f: np.savez(f, **self.to_arrays()))
+        return path
+
+    @classmethod
+    def load(cls, path: str | os.PathLike) -> "Model":
+        """Read a model file, refusing anything truncated, pickled, foreign or inconsistent."""
+        path = Path(path)
+        try:
+            with np.load(path, allow_pickle=False) as archive:
+                if not isinstance(archive, np.lib.npyio.NpzFile):
+                    raise ValueError(f"{path} is a bare .npy array, not a lastedge model (.npz)")
+                arrays = {key: archive[key] for key in archive.files}
+        except FileNotFoundError:
+            raise
+        except (zipfile.BadZipFile, EOFError, OSError, KeyError) as err:
+            raise ValueError(f"{path} is not a readable lastedge model file ({err})") from None
+        except ValueError as err:
+            raise ValueError(f"{path} is not a valid lastedge model file: {err}") from None
+        return cls.from_arrays(arrays, source=str(path))
+
+    @classmethod
+    def from_arrays(cls, arrays: dict[str, np.ndarray], source: str = "model") -> "Model":
+        """Rebuild a model from the arrays of its file, checking every field."""
+        missing = [key for key in _REQUIRED if key not in arrays]
+        if missing:
+            raise ValueError(f"{source} is not a lastedge model: missing {', '.join(missing)}")
+        unknown = sorted(set(arrays) - set(_REQUIRED) - set(_OPTIONAL))
+        if unknown:
+            raise ValueError(f"{source} has unknown fields: {', '.join(unknown)}")
+        if _text(arrays, "format", source) != FORMAT:
+            raise ValueError(f"{source} is not a lastedge model (format {arrays['format']!r})")
+        version = arrays["format_version"]
+        if version.shape != () or version.dtype.kind not in "iu" or int(version) > FORMAT_VERSION:
+            raise ValueError(f"{source} has unsupported format_version {version!r}")
+        for key in ("dictionary", "weights"):
+            if arrays[key].dtype != np.float32 or arrays[key].ndim != 2:
+                raise ValueError(f"{source}: {key} must be a 2-D float32 array, got "
+                                 f"{arrays[key].dtype} {arrays[key].shape}")
+        alpha = arrays["alpha"]
+        if alpha.shape != () or alpha.dtype.kind != "f":
+            raise ValueError(f"{source}: alpha must be a float scalar")
+        try:
+            spec = json.loads(_text(arrays, "preprocess", source))
+            meta = json.loads(_text(arrays, "meta", source))
+        except json.JSONDecodeError as err:
+            raise ValueError(f"{source}: a JSON field is corrupt ({err})") from None
+        if not isinstance(spec, dict) or not isinstance(meta, dict) or "kind" not in spec:
+            raise ValueError(f"{source}: preprocess and meta must be JSON objects")
+        preprocess = Preprocess(
+            spec["kind"], arrays.get("preprocess_mean"), arrays.get("preprocess_scale")
+        )
+        return cls(arrays["dictionary"], arrays["weights"], arrays["classes"], float(alpha),
+                   preprocess, meta)
+
+
+def _text(arrays: dict[str, np.ndarray], key: str, source: str) -> str:
+    value = arrays[key]
+    if value.shape != () or value.dtype.kind != "U":
+        raise ValueError(f"{source}: {key} must be a text scalar")
+    return str(value)
+
+
+def write_atomically(path: str | os.PathLike, write) -> None:
+    """Call ``write(file)`` on a temp file beside ``path``, then rename it over ``path``.
+
+    A crash or error mid-write leaves ``path`` untouched and no temp file behind.
+    """
+    path = Path(path)
+    folder = path.parent if str(path.parent) else Path(".")
+    if not folder.is_dir():
+        raise ValueError(f"cannot write {path}: folder {folder} does not exist")
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=folder)
+    try:
+        with os.fdopen(fd, "wb") as f:
+            write(f)
+            f.flush()
+            os.fsync(f.fileno())
+        os.chmod(tmp, 0o644)
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise

@@ -1,0 +1,83 @@
+"""Input preprocessing recorded in a model and applied identically by every backend.
+
+Kinds:
+- ``"none"``: raw features.
+- ``"l2"``: each sample scaled to unit l2 norm (the paper's texture setting).
+- ``"center-l2"``: each sample centred to zero mean, then unit l2 norm (the paper's digits setting).
+- ``"standardize"``: per-feature ``(x - mean) / scale`` with statistics from the training set.
+
+A sample whose norm is zero stays zero (no division by zero, no NaN).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+KINDS = ("none", "l2", "center-l2", "standardize")
+
+
+@dataclass(frozen=True)
+class Preprocess:
+    """A preprocessing step and its parameters (``mean``/``scale`` only for ``"standardize"``)."""
+
+    kind: str = "none"
+    mean: np.ndarray | None = field(default=None, repr=False)
+    scale: np.ndarray | None = field(default=None, repr=False)
+
+    def __post_init__(self) -> None:
+        if self.kind not in KINDS:
+            raise ValueError(f"preprocess must be one of {KINDS}, got {self.kind!r}")
+        has_stats = self.mean is not None or self.scale is not None
+        if self.kind == "standardize":
+            if self.mean is None or self.scale is None:
+                raise ValueError("preprocess 'standardize' needs both mean and scale")
+            mean = np.asarray(self.mean, dtype=np.float32)
+            scale = np.asarray(self.scale, dtype=np.float32)
+            if mean.ndim != 1 or mean.shape != scale.shape:
+                raise ValueError(
+                    f"standardize mean and scale must be 1-D of equal length, "
+                    f"got shapes {mean.shape} and {scale.shape}"
+                )
+            if not (np.all(np.isfinite(mean)) and np.all(np.isfinite(scale)) and np.all(scale > 0)):
+                raise ValueError("standardize mean must be finite and scale finite and > 0")
+            object.__setattr__(self, "mean", mean)
+            object.__setattr__(self, "scale", scale)
+        elif has_stats:
+            raise ValueError(f"preprocess {self.kind!r} takes no mean/scale")
+
+    @classmethod
+    def fit(cls, kind: str, X: np.ndarray) -> "Preprocess":
+        """Build the step for ``kind``, learning per-feature statistics from ``X`` when needed."""
+        if kind != "standardize":
+            return cls(kind)
+        X = np.asarray(X, dtype=np.float64)
+        scale = X.std(axis=0)
+        scale[scale < 1e-12] = 1.0  # constant features: leave them centred, unscaled
+        return cls(kind, X.mean(axis=0), scale)
+
+    def apply(self, X: np.ndarray) -> np.ndarray:
+        """Return the preprocessed float32 copy of a 2-D array ``X``."""
+        Z = np.asarray(X, dtype=np.float32)
+        if self.kind == "none":
+            return Z
+        if self.kind == "standardize":
+            return (Z - self.mean) / self.scale
+        if self.kind == "center-l2":
+            Z = Z - Z.mean(axis=1, keepdims=True)
+        norms = np.sqrt(np.einsum("ij,ij->i", Z, Z, dtype=np.float64)).astype(np.float32)
+        norms[norms == 0] = 1.0
+        return Z / norms[:, None]
+
+    def check_width(self, n_features: int) -> None:
+        """Raise if the recorded statistics do not match ``n_features`` inputs."""
+        if self.mean is not None and self.mean.shape[0] != n_features:
+            raise ValueError(
+                f"preprocess statistics have {self.mean.shape[0]} features, model has {n_features}"
+            )
+
+    def describe(self) -> dict[str, Any]:
+        """The JSON-serialisable part (kind only; statistics travel as arrays)."""
+        return {"kind": self.kind}

@@ -1,0 +1,1 @@
+"""lastedge.train: LAST and its baselines as scikit-learn estimators (torch, CPU or GPU)."""
