@@ -4,7 +4,11 @@ Imports numpy only; onnxruntime or a TFLite interpreter is imported lazily when 
 is loaded.
 """
 
+from .backends import Predictor
+from .bench import bench, format_table
+from .loading import load
 from .model import Model, check_input, write_atomically
 from .preprocess import Preprocess
 
-__all__ = ["Model", "Preprocess", "check_input", "write_atomically"]
+__all__ = ["Model", "Predictor", "Preprocess", "bench", "check_input", "format_table", "load",
+           "write_atomically"]

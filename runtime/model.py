@@ -53,6 +53,14 @@ def check_input(X: Any, n_features: int) -> np.ndarray:
     return X
 
 
+def labels_from_scores(classes: np.ndarray, scores: np.ndarray) -> np.ndarray:
+    """Labels for scores shaped like ``decision_function``'s: [n] binary (> 0 means
+    ``classes[1]``), else [n, n_classes] (argmax)."""
+    if scores.ndim == 1:
+        return classes[(scores > 0).astype(np.intp)]
+    return classes[np.argmax(scores, axis=1)]
+
+
 @dataclass
 class Model:
     """A trained soft-threshold classifier.
@@ -146,9 +154,7 @@ class Model:
 
     def labels_from_scores(self, scores: np.ndarray) -> np.ndarray:
         """Map scores as returned by ``decision_function`` to labels."""
-        if scores.ndim == 1:
-            return self.classes[(scores > 0).astype(np.intp)]
-        return self.classes[np.argmax(scores, axis=1)]
+        return labels_from_scores(self.classes, scores)
 
     # ------------------------------------------------------------------ file
     def to_arrays(self) -> dict[str, np.ndarray]:

@@ -1,0 +1,140 @@
+"""Latency of every backend against a bare numpy expression, measured side by side in one run.
+
+    python benchmarks/latency.py [--runs-1 2000] [--runs-10k 5]
+
+Two models: digits-shaped (n = 64, 10 heads x 20 atoms built from digits rows, center-l2) and
+MNIST-shaped (n = 784, 10 heads x 400 atoms, random weights, no preprocessing); each as .npz,
+.onnx and .tflite, fp32 and int8 (static, calibrated on 500 rows); threads 1 and 2; batch 1 and
+10000. The bare expression ``np.maximum(X @ D - 1, 0) @ W`` (plus argmax, like ``predict``) runs
+on the same arrays as the yardstick. Prints the full bench tables, then the headline numbers:
+numpy backend / bare throughput at batch 10000, numpy backend overhead per call at batch 1, the
+best backend's single-sample p50 and the best batch-10000 throughput as a share of the machine's
+sgemm peak (measured here on 2000 x 2000 float32 matrices).
+"""
+
+from __future__ import annotations
+
+import argparse
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+from lastedge.export import to_onnx, to_tflite
+from lastedge.runtime import Model, Preprocess, bench, format_table, load
+from lastedge.runtime.backends import NumpyPredictor
+from lastedge.runtime.blas import blas_threads
+
+FILES = ("m.npz", "m.onnx", "m.tflite", "m-int8.onnx", "m-int8.tflite")
+
+
+def digits_model(rng: np.random.Generator) -> tuple[Model, np.ndarray]:
+    from sklearn.datasets import load_digits
+
+    X, y = load_digits(return_X_y=True)
+    step = Preprocess("center-l2")
+    picks = np.concatenate([rng.choice(np.flatnonzero(y == c), 20, replace=False) for c in range(10)])
+    atoms = 1.5 * step.apply(X[picks])  # unit rows: an atom fires when the cosine exceeds 2/3
+    return Model(atoms.T, np.eye(10)[np.repeat(np.arange(10), 20)], np.arange(10),
+                 preprocess=step), X.astype(np.float32)
+
+
+def mnist_model(rng: np.random.Generator) -> tuple[Model, np.ndarray]:
+    n, heads, atoms = 784, 10, 400
+    D = rng.standard_normal((n, heads * atoms)).astype(np.float32) / np.sqrt(n)
+    W = np.kron(np.eye(heads), np.abs(rng.standard_normal((atoms, 1)))).astype(np.float32)
+    return Model(D, W, np.arange(heads)), rng.uniform(0, 2, (2000, n)).astype(np.float32)
+
+
+def write_files(model: Model, X: np.ndarray, folder: Path) -> dict[str, Path]:
+    model.save(folder / "m.npz")
+    to_onnx(model, folder / "m.onnx")
+    to_tflite(model, folder / "m.tflite")
+    to_onnx(model, folder / "m-int8.onnx", int8=True, calibration=X[:500])
+    to_tflite(model, folder / "m-int8.tflite", int8=True, calibration=X[:500])
+    return {name: folder / name for name in FILES}
+
+
+class BareExpression:
+    """``np.maximum(X @ D - 1, 0) @ W``, nothing else: the yardstick for the numpy backend."""
+
+    def __init__(self, model: Model) -> None:
+        self.D, self.W = model.dictionary, model.weights
+
+    def decision_function(self, X: np.ndarray) -> np.ndarray:
+        return np.maximum(X @ self.D - 1, 0) @ self.W
+
+
+def bare_predictor(model: Model, threads: int) -> NumpyPredictor:
+    """A predictor whose calls are the bare expression (with the same BLAS thread cap)."""
+    predictor = NumpyPredictor(model, threads=threads)
+    predictor.model = BareExpression(model)
+    predictor.backend = "bare np expr"
+    return predictor
+
+
+def sgemm_peak(threads: int, size: int = 2000) -> float:
+    """Best of 5 float32 matmuls, GFLOP/s."""
+    A = np.random.default_rng(0).standard_normal((size, size), dtype=np.float32)
+    best = np.inf
+    with blas_threads(threads):
+        for _ in range(5):
+            start = time.perf_counter()
+            A @ A
+            best = min(best, time.perf_counter() - start)
+    return 2 * size**3 / best / 1e9
+
+
+def run(name: str, model: Model, X: np.ndarray, folder: Path, runs_1: int, runs_10k: int,
+        peaks: dict[int, float]) -> list[str]:
+    paths = write_files(model, X, folder)
+    agreement = {p.name: np.mean(load(p).predict(X[500:]) == model.predict(X[500:]))
+                 for p in paths.values()}
+    summary = []
+    for threads in (1, 2):
+        sources = [load(p, threads=threads) for p in paths.values()]
+        sources.append(bare_predictor(model, threads))
+        rows_1 = bench(sources, batch_sizes=(1,), runs=runs_1, warmup=50, X=X)
+        rows_10k = bench(sources, batch_sizes=(10000,), runs=runs_10k, warmup=1, X=X)
+        print(f"\n== {name}, {threads} thread(s), batch 1\n{format_table(rows_1)}")
+        print(f"\n== {name}, {threads} thread(s), batch 10000\n{format_table(rows_10k)}")
+        by_1, by_10k = ({Path(r["file"]).name: r["batches"][0] for r in rows}
+                        for rows in (rows_1, rows_10k))
+        ratio = by_10k["m.npz"]["throughput_per_s"] / by_10k["<bare np expr>"]["throughput_per_s"]
+        overhead = by_1["m.npz"]["p50_us"] - by_1["<bare np expr>"]["p50_us"]
+        for precision in ("fp32", "int8"):
+            names = [f for f in FILES if ("int8" in f) == (precision == "int8")]
+            best_1 = min(names, key=lambda f: by_1[f]["p50_us"])
+            best_10k = max(names, key=lambda f: by_10k[f]["throughput_per_s"])
+            gflops = by_10k[best_10k]["throughput_per_s"] * 2 * model.macs_per_sample / 1e9
+            share = f"{gflops / peaks[threads]:6.0%}" if precision == "fp32" else "   n/a"
+            summary.append(
+                f"{name:7} {threads}  {precision}  {ratio:5.2f}x  {overhead:+7.1f}  "
+                f"{best_1:14} {by_1[best_1]['p50_us']:8.1f}  {best_10k:14} "
+                f"{by_10k[best_10k]['throughput_per_s']:9.0f}  {share}  "
+                + " ".join(f"{f}={agreement[f]:.1%}" for f in names if "int8" in f))
+    return summary
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--runs-1", type=int, default=2000, help="timed calls at batch 1")
+    parser.add_argument("--runs-10k", type=int, default=5, help="timed calls at batch 10000")
+    args = parser.parse_args()
+    rng = np.random.default_rng(0)
+    peaks = {t: sgemm_peak(t) for t in (1, 2)}
+    print(f"sgemm peak: 1 thread {peaks[1]:.0f} GFLOP/s, 2 threads {peaks[2]:.0f} GFLOP/s")
+    summary = []
+    with tempfile.TemporaryDirectory() as tmp:
+        for name, build in (("digits", digits_model), ("mnist", mnist_model)):
+            folder = Path(tmp) / name
+            folder.mkdir()
+            summary += run(name, *build(rng), folder, args.runs_1, args.runs_10k, peaks)
+    print("\nmodel   thr prec  npz/bare  +us@1  best@1 (p50 us)           best@10k (samples/s)"
+          "     %sgemm peak (fp32)  int8 agreement with fp32 numpy")
+    print("\n".join(summary))
+
+
+if __name__ == "__main__":
+    main()

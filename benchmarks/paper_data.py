@@ -1,0 +1,52 @@
+"""The paper's data sets, built from the files in ``../shared/data`` (see its SOURCES.md).
+
+Run by the benchmark scripts only; tests never need these files.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+
+DEFAULT_DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
+TEXTURE_TASKS = {"bark-woodgrain": ("bark", "woodgrain"), "pigskin-pressedcl": ("pigskin", "pressedcl")}
+# Dark rows at the bottom of the USC-SIPI scans: 2 for every image, 26 for pigskin (SOURCES.md).
+_USABLE_ROWS = {"pigskin": 486}
+_DEFAULT_USABLE_ROWS = 510
+
+
+def texture_patches(image: np.ndarray, n: int, size: int, rng: np.random.RandomState) -> np.ndarray:
+    """``n`` random ``size x size`` patches of ``image``, flattened, [n, size * size]."""
+    rows = rng.randint(0, image.shape[0] - size + 1, n)
+    cols = rng.randint(0, image.shape[1] - size + 1, n)
+    return np.stack([image[r:r + size, c:c + size].ravel() for r, c in zip(rows, cols)]).astype(np.float64)
+
+
+def texture_task(task: str, data_dir: Path = DEFAULT_DATA, n_per_class: int = 500, size: int = 12,
+                 seed: int = 0) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """One binary texture task: train patches from the top half, test from the bottom half.
+
+    Returns ``X_train, y_train, X_test, y_test`` (raw pixel values; label 0 / 1 = first / second
+    texture of the pair); models normalise each patch to unit l2 norm (``preprocess="l2"``).
+    """
+    if task not in TEXTURE_TASKS:
+        raise ValueError(f"unknown texture task {task!r}; choose from {sorted(TEXTURE_TASKS)}")
+    rng = np.random.RandomState(seed)
+    archive = np.load(Path(data_dir) / "brodatz_usc_sipi.npz")
+    splits = {"train": ([], []), "test": ([], [])}
+    for label, name in enumerate(TEXTURE_TASKS[task]):
+        image = archive[name][:_USABLE_ROWS.get(name, _DEFAULT_USABLE_ROWS)]
+        half = image.shape[0] // 2
+        for split, region in (("train", image[:half]), ("test", image[half:])):
+            splits[split][0].append(texture_patches(region, n_per_class, size, rng))
+            splits[split][1].append(np.full(n_per_class, label))
+    X_train, y_train = (np.concatenate(part) for part in splits["train"])
+    X_test, y_test = (np.concatenate(part) for part in splits["test"])
+    return X_train, y_train, X_test, y_test
+
+
+def digits_task(name: str, data_dir: Path = DEFAULT_DATA) -> tuple[np.ndarray, ...]:
+    """MNIST or USPS: ``X_train, y_train, X_test, y_test`` as stored."""
+    with np.load(Path(data_dir) / f"{name}.npz") as archive:
+        return tuple(archive[k] for k in ("X_train", "y_train", "X_test", "y_test"))

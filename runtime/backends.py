@@ -1,0 +1,202 @@
+"""Predictors: one loaded model file on one backend, all with the same face.
+
+- ``NumpyPredictor``: a ``.npz`` model on numpy (the universal fallback, and the yardstick);
+- ``OnnxPredictor``: a ``.onnx`` file on onnxruntime;
+- ``TFLitePredictor``: a ``.tflite`` file on LiteRT (``ai_edge_litert``) or legacy ``tflite_runtime``.
+
+Each has ``predict``, ``decision_function``, ``classes``, ``n_features``; each applies the
+preprocessing recorded in the file unless the graph contains it; each accepts any real dtype and
+any number of rows (zero included); int8 TFLite files get their input quantized and their scores
+dequantized with the scale and zero point stored in the file. Backend packages are passed in by
+``loading.load``, which imports them lazily.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import numpy as np
+
+from .blas import blas_threads, openblas
+from .files import METADATA_KEY, parse_header, tflite_metadata
+from .model import Model, check_input, labels_from_scores
+from .preprocess import Preprocess
+
+
+class Predictor:
+    """A loaded model: ``predict(X)`` and ``decision_function(X)`` for raw inputs ``X`` [n, n_features].
+
+    Attributes: ``path``, ``backend``, ``classes``, ``n_features``, ``n_outputs``, ``precision``
+    (``"fp32"`` or ``"int8"``), ``threads``, ``macs_per_sample`` (None if the file does not record ``n_atoms``),
+    ``preprocess`` and ``preprocess_in_graph``.
+    """
+
+    backend = "abstract"
+
+    def __init__(self, *, path: Path | None, classes: np.ndarray, n_features: int, n_outputs: int,
+                 preprocess: Preprocess, preprocess_in_graph: bool, threads: int,
+                 precision: str, macs_per_sample: int | None) -> None:
+        self.path = path
+        self.classes = classes
+        self.n_features = int(n_features)
+        self.n_outputs = int(n_outputs)
+        self.preprocess = preprocess
+        self.preprocess_in_graph = preprocess_in_graph
+        self.threads = threads
+        self.precision = precision
+        self.macs_per_sample = macs_per_sample
+
+    def decision_function(self, X: Any) -> np.ndarray:
+        """Scores: [n] for binary models (> 0 means ``classes[1]``), [n, n_classes] otherwise.
+
+        ``X`` must be 2-D, real, finite (NaN/inf raise ``ValueError``), ``n_features`` wide.
+        """
+        X = check_input(X, self.n_features)
+        Z = X.astype(np.float32, copy=False) if self.preprocess_in_graph else self.preprocess.apply(X)
+        if Z.shape[0] == 0:
+            scores = np.empty((0, self.n_outputs), dtype=np.float32)
+        else:
+            scores = self._scores(np.ascontiguousarray(Z))
+        return scores[:, 0] if self.n_outputs == 1 else scores
+
+    def predict(self, X: Any) -> np.ndarray:
+        """Predicted labels, [n]."""
+        return labels_from_scores(self.classes, self.decision_function(X))
+
+    def _scores(self, Z: np.ndarray) -> np.ndarray:
+        """Raw scores [n, n_outputs] of preprocessed float32 rows (n >= 1)."""
+        raise NotImplementedError
+
+    @property
+    def file_size(self) -> int | None:
+        """Size of the model file in bytes (None for a predictor built in memory)."""
+        return os.path.getsize(self.path) if self.path is not None else None
+
+    def __repr__(self) -> str:
+        return (f"{type(self).__name__}({str(self.path)!r}, backend={self.backend!r}, "
+                f"precision={self.precision!r}, threads={self.threads})")
+
+
+class NumpyPredictor(Predictor):
+    """A ``runtime.Model`` on numpy; ``threads`` caps numpy's OpenBLAS during each call."""
+
+    backend = "numpy"
+
+    def __init__(self, model: Model, *, path: Path | None = None, threads: int = 1) -> None:
+        super().__init__(path=path, classes=model.classes, n_features=model.n_features,
+                         n_outputs=model.n_outputs, preprocess=model.preprocess,
+                         preprocess_in_graph=False, threads=threads, precision="fp32",
+                         macs_per_sample=model.macs_per_sample)
+        self.model = model
+
+    def decision_function(self, X: Any) -> np.ndarray:
+        blas = openblas()
+        if blas is None or blas.get() == self.threads:  # the common case, kept cheap
+            return self.model.decision_function(X)
+        with blas_threads(self.threads):
+            return self.model.decision_function(X)
+
+
+class OnnxPredictor(Predictor):
+    """A ``.onnx`` file on onnxruntime (``threads`` = intra-op threads)."""
+
+    backend = "onnxruntime"
+
+    def __init__(self, path: Path, ort: ModuleType, *, threads: int = 1) -> None:
+        options = ort.SessionOptions()
+        options.intra_op_num_threads = threads
+        options.inter_op_num_threads = 1
+        options.log_severity_level = 3
+        try:
+            session = ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
+        except _onnxruntime_errors(ort) as err:
+            raise ValueError(f"{path} is not a readable ONNX model ({_first_line(err)})") from None
+        header = parse_header(session.get_modelmeta().custom_metadata_map.get(METADATA_KEY), str(path))
+        inputs, outputs = session.get_inputs(), session.get_outputs()
+        n_features = inputs[0].shape[-1]
+        if len(inputs) != 1 or inputs[0].type != "tensor(float)" or not isinstance(n_features, int):
+            raise ValueError(f"{path}: expected one float input [batch, n_features], got "
+                             f"{[(i.name, i.type, i.shape) for i in inputs]}")
+        super().__init__(path=path, classes=header.classes, n_features=n_features,
+                         n_outputs=header.n_outputs, preprocess=header.preprocess,
+                         preprocess_in_graph=header.preprocess_in_graph, threads=threads,
+                         precision=header.precision or "unknown",
+                         macs_per_sample=header.macs_per_sample(n_features))
+        self.session = session
+        self._input, self._output = inputs[0].name, outputs[0].name
+
+    def _scores(self, Z: np.ndarray) -> np.ndarray:
+        return self.session.run([self._output], {self._input: Z})[0]
+
+
+class TFLitePredictor(Predictor):
+    """A ``.tflite`` file on a TFLite interpreter class (``threads`` = ``num_threads``)."""
+
+    def __init__(self, path: Path, interpreter: type, backend: str, *, threads: int = 1) -> None:
+        header = parse_header(_read_tflite_metadata(path), str(path))
+        try:
+            interp = interpreter(model_path=str(path), num_threads=threads)
+            interp.allocate_tensors()
+        except (ValueError, RuntimeError) as err:
+            raise ValueError(f"{path} is not a readable TFLite model ({_first_line(err)})") from None
+        self.backend = backend
+        self._interp = interp
+        self._in, self._out = interp.get_input_details()[0], interp.get_output_details()[0]
+        n_features = int(self._in["shape"][-1])
+        int8 = self._in["dtype"] != np.float32
+        super().__init__(path=path, classes=header.classes, n_features=n_features,
+                         n_outputs=header.n_outputs, preprocess=header.preprocess,
+                         preprocess_in_graph=header.preprocess_in_graph, threads=threads,
+                         precision=header.precision or ("int8" if int8 else "fp32"),
+                         macs_per_sample=header.macs_per_sample(n_features))
+        self._batch = int(self._in["shape"][0])
+
+    def _scores(self, Z: np.ndarray) -> np.ndarray:
+        if len(Z) != self._batch:
+            self._interp.resize_tensor_input(self._in["index"], [len(Z), self.n_features])
+            self._interp.allocate_tensors()
+            self._batch = len(Z)
+        self._interp.set_tensor(self._in["index"], quantize(Z, self._in))
+        self._interp.invoke()
+        return dequantize(self._interp.get_tensor(self._out["index"]), self._out)
+
+
+def quantize(Z: np.ndarray, detail: dict) -> np.ndarray:
+    """Float32 rows to the tensor's dtype with its (scale, zero_point); float tensors pass through."""
+    dtype = detail["dtype"]
+    if dtype == np.float32:
+        return Z
+    scale, zero_point = detail["quantization"]
+    info = np.iinfo(dtype)
+    return np.clip(np.round(Z / np.float32(scale)) + zero_point, info.min, info.max).astype(dtype)
+
+
+def dequantize(Q: np.ndarray, detail: dict) -> np.ndarray:
+    """Integer scores back to float32 with the tensor's (scale, zero_point)."""
+    if Q.dtype == np.float32:
+        return Q
+    scale, zero_point = detail["quantization"]
+    return (Q.astype(np.float32) - np.float32(zero_point)) * np.float32(scale)
+
+
+def _onnxruntime_errors(ort: ModuleType) -> tuple[type[BaseException], ...]:
+    """The exceptions onnxruntime raises for a file it cannot load (they derive from Exception)."""
+    state = ort.capi.onnxruntime_pybind11_state
+    names = ("InvalidProtobuf", "InvalidGraph", "InvalidArgument", "Fail", "NotImplemented",
+             "RuntimeException")
+    return (RuntimeError, *(getattr(state, name) for name in names if hasattr(state, name)))
+
+
+def _read_tflite_metadata(path: Path) -> bytes | None:
+    try:
+        return tflite_metadata(path.read_bytes())
+    except ValueError as err:
+        raise ValueError(f"{path}: {err}") from None
+
+
+def _first_line(err: BaseException) -> str:
+    text = str(err).strip()
+    return text.splitlines()[0] if text else type(err).__name__

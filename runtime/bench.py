@@ -1,0 +1,306 @@
+"""``bench``: on-device latency with statistics a user can trust, several files side by side.
+
+For each file: load time, first inference, then for each batch size a warmup and the timed calls,
+run in alternating rounds across the files (the order reversed every other round) so that drift on
+a shared machine (thermal throttling, a neighbour's job) hits all of them alike. Each call is timed
+alone with ``perf_counter_ns``, garbage collection paused. One result dict per file, schema
+``SCHEMA`` (documented in docs/raspberry-pi.md).
+"""
+
+from __future__ import annotations
+
+import gc
+import os
+import platform
+import resource
+import sys
+import time
+from contextlib import contextmanager
+from importlib import metadata
+from pathlib import Path
+from typing import Any, Iterator, Sequence
+
+import numpy as np
+
+from .backends import Predictor
+from .loading import load
+
+SCHEMA = "lastedge-bench/1"
+ROUNDS = 10
+PERCENTILES = (50, 90, 95, 99)
+
+
+def bench(sources: Sequence[str | os.PathLike | Predictor], *, batch_sizes: Sequence[int] = (1,),
+          runs: int | None = None, seconds: float | None = None, warmup: int = 10,
+          threads: int | None = None, backend: str | None = None,
+          cpus: Sequence[int] | None = None, X: np.ndarray | None = None,
+          seed: int = 0) -> list[dict[str, Any]]:
+    """Benchmark model files (or loaded ``Predictor``s) side by side; one result dict per source.
+
+    Parameters
+    ----------
+    sources : paths to ``.npz``/``.onnx``/``.tflite`` files, or ``Predictor`` objects.
+    batch_sizes : rows per call; each gets its own warmup and timed calls.
+    runs : timed calls per file and batch size (split into ``ROUNDS`` rounds), or
+    seconds : time budget per file and batch size instead (default 1.0 when neither is given).
+    warmup : untimed calls per file and batch size before the timed ones.
+    threads, backend : passed to ``load`` for paths.
+    cpus : pin the process to these cores while benchmarking (emulates a small device; Linux).
+    X : rows to feed (tiled to the batch size); default standard-normal rows from ``seed``.
+    """
+    runs, seconds = _check_budget(runs, seconds)
+    batch_sizes = _check_batch_sizes(batch_sizes)
+    if warmup < 0:
+        raise ValueError(f"warmup must be >= 0, got {warmup}")
+    with pinned(cpus):
+        rows, predictors = [], []
+        for source in sources:
+            row, predictor = _load(source, backend=backend, threads=threads, seed=seed, X=X)
+            rows.append(row)
+            predictors.append(predictor)
+        for batch in batch_sizes:
+            inputs = [_batch(p.n_features, batch, X, seed) for p in predictors]
+            warm = [_time_calls(p, Xb, warmup) for p, Xb in zip(predictors, inputs)]
+            timed = _alternating_rounds(predictors, inputs, runs, seconds)
+            for row, w, t in zip(rows, warm, timed):
+                row["batches"].append({"batch_size": batch, "warmup_mean_us": _mean(w),
+                                       **statistics(t, batch)})
+        machine = machine_info()
+        for row in rows:
+            row["peak_rss_mib"] = peak_rss_mib()
+            row["machine"] = machine
+    return rows
+
+
+def _load(source: str | os.PathLike | Predictor, *, backend: str | None, threads: int | None,
+          seed: int, X: np.ndarray | None) -> tuple[dict[str, Any], Predictor]:
+    """Load one source, timing the load and the first single-row inference."""
+    rss_before = current_rss_mib()
+    start = time.perf_counter_ns()
+    predictor = source if isinstance(source, Predictor) else load(source, backend=backend,
+                                                                   threads=threads)
+    load_ms = None if isinstance(source, Predictor) else (time.perf_counter_ns() - start) / 1e6
+    first = _time_calls(predictor, _batch(predictor.n_features, 1, X, seed), 1)
+    rss_after = current_rss_mib()
+    row = {
+        "schema": SCHEMA,
+        "file": str(predictor.path) if predictor.path is not None else f"<{predictor.backend}>",
+        "file_size_bytes": predictor.file_size,
+        "backend": predictor.backend,
+        "precision": predictor.precision,
+        "threads": predictor.threads,
+        "n_features": predictor.n_features,
+        "n_outputs": predictor.n_outputs,
+        "macs_per_sample": predictor.macs_per_sample,
+        "load_ms": load_ms,
+        "first_inference_us": first[0],
+        "rss_load_mib": None if rss_before is None else rss_after - rss_before,
+        "batches": [],
+    }
+    return row, predictor
+
+
+def _alternating_rounds(predictors: list[Predictor], inputs: list[np.ndarray],
+                        runs: int | None, seconds: float | None) -> list[list[float]]:
+    """Timed calls (microseconds) per predictor, in rounds alternating between predictors."""
+    rounds = min(ROUNDS, runs) if runs is not None else ROUNDS
+    times: list[list[float]] = [[] for _ in predictors]
+    for r in range(rounds):
+        order = range(len(predictors)) if r % 2 == 0 else reversed(range(len(predictors)))
+        for i in order:
+            if runs is not None:
+                count = runs // rounds + (1 if r < runs % rounds else 0)
+                times[i] += _time_calls(predictors[i], inputs[i], count)
+            else:
+                times[i] += _time_for(predictors[i], inputs[i], seconds / rounds)
+    return times
+
+
+def _time_calls(predictor: Predictor, X: np.ndarray, count: int) -> list[float]:
+    with gc_paused():
+        out = []
+        for _ in range(count):
+            start = time.perf_counter_ns()
+            predictor.predict(X)
+            out.append((time.perf_counter_ns() - start) / 1e3)
+    return out
+
+
+def _time_for(predictor: Predictor, X: np.ndarray, seconds: float) -> list[float]:
+    """Timed calls until ``seconds`` have passed (at least one)."""
+    out: list[float] = []
+    deadline = time.perf_counter() + seconds
+    while not out or time.perf_counter() < deadline:
+        out += _time_calls(predictor, X, 1)
+    return out
+
+
+def statistics(times_us: Sequence[float], batch: int) -> dict[str, Any]:
+    """count, mean, std, min, max, percentiles (microseconds) and throughput (samples/s)."""
+    t = np.asarray(times_us, dtype=np.float64)
+    p = np.percentile(t, PERCENTILES)
+    mean = float(t.mean())
+    return {
+        "count": int(t.size),
+        "mean_us": mean,
+        "std_us": float(t.std(ddof=1)) if t.size > 1 else 0.0,
+        "min_us": float(t.min()),
+        "max_us": float(t.max()),
+        **{f"p{q}_us": float(v) for q, v in zip(PERCENTILES, p)},
+        "throughput_per_s": batch * 1e6 / mean,
+    }
+
+
+def _mean(times: list[float]) -> float | None:
+    return float(np.mean(times)) if times else None
+
+
+def _batch(n_features: int, batch: int, X: np.ndarray | None, seed: int) -> np.ndarray:
+    if X is None:
+        return np.random.default_rng(seed).standard_normal((batch, n_features), dtype=np.float32)
+    X = np.asarray(X)
+    if X.ndim != 2 or X.shape[1] != n_features or len(X) == 0:
+        raise ValueError(f"X must be non-empty [n, {n_features}], got shape {X.shape}")
+    return np.resize(X, (batch, n_features))
+
+
+def _check_budget(runs: int | None, seconds: float | None) -> tuple[int | None, float | None]:
+    if runs is not None and seconds is not None:
+        raise ValueError("give runs or seconds, not both")
+    if runs is not None and runs < 1:
+        raise ValueError(f"runs must be >= 1, got {runs}")
+    if seconds is not None and not seconds > 0:
+        raise ValueError(f"seconds must be > 0, got {seconds}")
+    return runs, (1.0 if runs is None and seconds is None else seconds)
+
+
+def _check_batch_sizes(batch_sizes: Sequence[int]) -> list[int]:
+    sizes = list(batch_sizes)
+    if not sizes or any(isinstance(b, bool) or not isinstance(b, (int, np.integer)) or b < 1
+                        for b in sizes):
+        raise ValueError(f"batch sizes must be positive integers, got {sizes}")
+    return [int(b) for b in sizes]
+
+
+@contextmanager
+def gc_paused() -> Iterator[None]:
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
+
+
+@contextmanager
+def pinned(cpus: Sequence[int] | None) -> Iterator[None]:
+    """Pin this process to ``cpus`` for the block (no-op for None), then restore the old set."""
+    if cpus is None:
+        yield
+        return
+    if not hasattr(os, "sched_setaffinity"):
+        raise OSError("pinning to cpus needs Linux (os.sched_setaffinity)")
+    before = os.sched_getaffinity(0)
+    try:
+        os.sched_setaffinity(0, set(cpus))
+    except (OSError, ValueError) as err:
+        raise ValueError(f"cannot pin to cpus {sorted(cpus)}: {err}") from None
+    try:
+        yield
+    finally:
+        os.sched_setaffinity(0, before)
+
+
+def peak_rss_mib() -> float:
+    """Peak resident memory of this process so far, MiB (process-wide: includes Python, earlier
+    files and the backends loaded)."""
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    return peak / 2**20 if sys.platform == "darwin" else peak / 2**10
+
+
+def current_rss_mib() -> float | None:
+    """Resident memory of this process now, MiB (Linux; None elsewhere)."""
+    try:
+        pages = int(Path("/proc/self/statm").read_text().split()[1])
+    except OSError:
+        return None
+    return pages * os.sysconf("SC_PAGE_SIZE") / 2**20
+
+
+def machine_info() -> dict[str, Any]:
+    """CPU model, cores (all / usable), OS, Python and backend versions."""
+    usable = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    return {
+        "cpu": cpu_model(),
+        "cores": os.cpu_count(),
+        "usable_cores": usable,
+        "machine": platform.machine(),
+        "os": platform.platform(),
+        "python": platform.python_version(),
+        **{name: _version(dist) for name, dist in
+           (("numpy", "numpy"), ("onnxruntime", "onnxruntime"), ("litert", "ai-edge-litert"),
+            ("tflite_runtime", "tflite-runtime"))},
+    }
+
+
+def cpu_model() -> str:
+    """'model name' from /proc/cpuinfo (x86), the board model (Raspberry Pi), else platform."""
+    for path, key in (("/proc/cpuinfo", "model name"), ("/proc/device-tree/model", None)):
+        try:
+            text = Path(path).read_text(errors="replace")
+        except OSError:
+            continue
+        if key is None:
+            return text.strip("\x00\n ")
+        for line in text.splitlines():
+            if line.startswith(key):
+                return line.split(":", 1)[1].strip()
+    return platform.processor() or platform.machine()
+
+
+def _version(dist: str) -> str | None:
+    try:
+        return metadata.version(dist)
+    except metadata.PackageNotFoundError:
+        return None
+
+
+def format_table(rows: Sequence[dict[str, Any]]) -> str:
+    """The bench results as a text table: one line per file and batch size, machine on top."""
+    header = ("file", "backend", "prec", "thr", "batch", "n", "p50 us", "p90 us", "p99 us",
+              "mean±std us", "samples/s", "MAC/sample", "KiB", "load ms", "first us")
+    lines = []
+    for row in rows:
+        for b in row["batches"]:
+            lines.append((
+                Path(row["file"]).name, row["backend"], row["precision"], str(row["threads"]),
+                str(b["batch_size"]), str(b["count"]), _num(b["p50_us"]), _num(b["p90_us"]), _num(b["p99_us"]),
+                f"{_num(b['mean_us'])}±{_num(b['std_us'])}", _num(b["throughput_per_s"]),
+                _num(row["macs_per_sample"]), _num(row["file_size_bytes"], 1024),
+                _num(row["load_ms"]), _num(row["first_inference_us"]),
+            ))
+    widths = [max(len(h), *(len(line[i]) for line in lines)) if lines else len(h)
+              for i, h in enumerate(header)]
+    text = ["  ".join(c.ljust(w) if i < 4 else c.rjust(w) for i, (c, w) in
+                      enumerate(zip(cells, widths))) for cells in (header, *lines)]
+    return "\n".join([_machine_line(rows), *text])
+
+
+def _machine_line(rows: Sequence[dict[str, Any]]) -> str:
+    if not rows:
+        return "no results"
+    m = rows[0]["machine"]
+    versions = ", ".join(f"{k} {m[k]}" for k in ("numpy", "onnxruntime", "litert", "tflite_runtime")
+                         if m[k])
+    return (f"{m['cpu']} ({m['usable_cores']}/{m['cores']} cores), Python {m['python']}, "
+            f"{versions}; peak RSS {rows[-1]['peak_rss_mib']:.0f} MiB")
+
+
+def _num(value: float | int | None, divide: float = 1.0) -> str:
+    if value is None:
+        return "-"
+    value = value / divide
+    if value >= 1e6:
+        return f"{value / 1e6:.2f}M"
+    return f"{value:.0f}" if value >= 100 else f"{value:.3g}"

@@ -1,0 +1,186 @@
+"""What kind of model file is this, and what does its ``lastedge`` metadata say?
+
+Pure Python and numpy: the file kind is told from its first bytes (so a file renamed to the wrong
+extension is refused with a clear message), and the metadata of a ``.tflite`` file is read from
+the flatbuffer directly, without the ``flatbuffers`` package.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import struct
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from .preprocess import Preprocess
+
+KINDS = {".npz": "npz", ".onnx": "onnx", ".tflite": "tflite"}
+METADATA_KEY = "lastedge"
+SUPPORTED_FORMAT_VERSION = 1
+
+
+def sniff(path: str | os.PathLike) -> str:
+    """Return ``"npz"``, ``"onnx"`` or ``"tflite"`` from the file's name and first bytes.
+
+    Raises ``ValueError`` when the content is not a model file, or is of another kind than the
+    extension says (e.g. a ``.tflite`` file renamed ``.onnx``).
+    """
+    path = Path(path)
+    with open(path, "rb") as f:
+        head = f.read(8)
+    if not head:
+        raise ValueError(f"{path} is empty")
+    content = _kind_of(head)
+    named = KINDS.get(path.suffix.lower())
+    if content is None:
+        expected = named or "model"
+        raise ValueError(f"{path} is not a {expected} file (unrecognised content)")
+    if named is not None and named != content:
+        raise ValueError(
+            f"{path} is named .{named} but holds a {content} model; rename it .{content}"
+        )
+    return content
+
+
+def _kind_of(head: bytes) -> str | None:
+    if head.startswith((b"PK\x03\x04", b"PK\x05\x06")):
+        return "npz"
+    if head[4:8] == b"TFL3":
+        return "tflite"
+    if head[:1] == b"\x08":  # protobuf field 1 (ModelProto.ir_version), varint
+        return "onnx"
+    return None
+
+
+@dataclass(frozen=True)
+class Header:
+    """The ``lastedge`` metadata of an exported file: what the graph alone does not say."""
+
+    classes: np.ndarray
+    preprocess: Preprocess
+    preprocess_in_graph: bool
+    n_outputs: int
+    alpha: float
+    precision: str | None
+    n_atoms: int | None
+    fields: dict[str, Any]
+
+    def macs_per_sample(self, n_features: int) -> int | None:
+        """Multiply-accumulates of one inference, when the metadata records ``n_atoms``."""
+        if self.n_atoms is None:
+            return None
+        return n_features * self.n_atoms + self.n_atoms * self.n_outputs
+
+
+def parse_header(text: str | bytes | None, source: str) -> Header:
+    """Validate the ``lastedge`` metadata JSON of ``source``."""
+    if text is None:
+        raise ValueError(f"{source} has no '{METADATA_KEY}' metadata; was it exported by lastedge?")
+    try:
+        fields = json.loads(text)
+    except (json.JSONDecodeError, UnicodeDecodeError) as err:
+        raise ValueError(f"{source}: the '{METADATA_KEY}' metadata is corrupt ({err})") from None
+    if not isinstance(fields, dict):
+        raise ValueError(f"{source}: the '{METADATA_KEY}' metadata must be a JSON object")
+    missing = [k for k in ("classes", "preprocess", "n_outputs") if k not in fields]
+    if missing:
+        raise ValueError(f"{source}: metadata lacks {', '.join(missing)}")
+    version = fields.get("format_version", 1)
+    if not isinstance(version, int) or version > SUPPORTED_FORMAT_VERSION:
+        raise ValueError(f"{source} has format_version {version!r}; this lastedge reads "
+                         f"<= {SUPPORTED_FORMAT_VERSION}, upgrade lastedge")
+    classes = np.asarray(fields["classes"])
+    n_outputs = fields["n_outputs"]
+    if classes.ndim != 1 or classes.dtype.kind not in "biufU" or len(classes) < 2:
+        raise ValueError(f"{source}: metadata classes must be a list of >= 2 numbers or strings")
+    if n_outputs != (1 if len(classes) == 2 else len(classes)):
+        raise ValueError(f"{source}: {len(classes)} classes do not match {n_outputs} outputs")
+    spec = fields["preprocess"]
+    if not isinstance(spec, dict) or "kind" not in spec:
+        raise ValueError(f"{source}: metadata preprocess must be an object with a 'kind'")
+    preprocess = Preprocess(spec["kind"], spec.get("mean"), spec.get("scale"))
+    n_atoms = fields.get("n_atoms")
+    return Header(classes, preprocess, bool(fields.get("preprocess_in_graph", False)),
+                  int(n_outputs), float(fields.get("alpha", 1.0)), fields.get("precision"),
+                  int(n_atoms) if isinstance(n_atoms, int) else None, fields)
+
+
+def tflite_metadata(data: bytes, name: str = METADATA_KEY) -> bytes | None:
+    """The bytes of the metadata entry ``name`` of a TFLite flatbuffer, or None if absent.
+
+    Walks ``Model.metadata`` (field 6: tables ``{name: string, buffer: uint}``) and
+    ``Model.buffers`` (field 4: tables ``{data: [ubyte], offset: ulong, size: ulong}``).
+    Raises ``ValueError`` on a truncated or malformed flatbuffer.
+    """
+    try:
+        model = _root(data)
+        for entry in _tables(data, model, 6):
+            if _bytes(data, entry, 0) == name.encode():
+                return _buffer(data, _tables(data, model, 4)[_scalar(data, entry, 1, "<I")])
+        return None
+    except (struct.error, IndexError) as err:
+        raise ValueError(f"truncated or malformed TFLite flatbuffer ({err})") from None
+
+
+def _read(fmt: str, data: bytes, pos: int) -> int:
+    if pos < 0 or pos + struct.calcsize(fmt) > len(data):
+        raise IndexError(f"offset {pos} outside the {len(data)}-byte file")
+    return struct.unpack_from(fmt, data, pos)[0]
+
+
+def _u32(data: bytes, pos: int) -> int:
+    return _read("<I", data, pos)
+
+
+def _root(data: bytes) -> int:
+    return _u32(data, 0)
+
+
+def _field(data: bytes, table: int, index: int) -> int | None:
+    """Absolute position of field ``index`` of the table at ``table``, or None if absent."""
+    vtable = table - _read("<i", data, table)
+    vt_size = _read("<H", data, vtable)
+    if 4 + 2 * index >= vt_size:
+        return None
+    offset = _read("<H", data, vtable + 4 + 2 * index)
+    return table + offset if offset else None
+
+
+def _vector(data: bytes, table: int, index: int) -> tuple[int, int]:
+    """(start, length) of the vector field ``index``; (0, 0) if absent."""
+    pos = _field(data, table, index)
+    if pos is None:
+        return 0, 0
+    start = pos + _u32(data, pos)
+    length = _u32(data, start)
+    return start + 4, length
+
+
+def _tables(data: bytes, table: int, index: int) -> list[int]:
+    start, length = _vector(data, table, index)
+    return [start + 4 * i + _u32(data, start + 4 * i) for i in range(length)]
+
+
+def _bytes(data: bytes, table: int, index: int) -> bytes:
+    start, length = _vector(data, table, index)
+    if start + length > len(data):
+        raise IndexError("vector runs past the end of the file")
+    return data[start:start + length]
+
+
+def _scalar(data: bytes, table: int, index: int, fmt: str) -> int:
+    pos = _field(data, table, index)
+    return _read(fmt, data, pos) if pos is not None else 0
+
+
+def _buffer(data: bytes, buffer: int) -> bytes:
+    offset, size = _scalar(data, buffer, 1, "<Q"), _scalar(data, buffer, 2, "<Q")
+    if offset > 1:  # large models keep buffers after the flatbuffer
+        if offset + size > len(data):
+            raise IndexError("buffer runs past the end of the file")
+        return data[offset:offset + size]
+    return _bytes(data, buffer, 0)

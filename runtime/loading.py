@@ -1,0 +1,93 @@
+"""``load(path)``: any file lastedge produced, as a ``Predictor`` on the lightest backend available.
+
+The file kind comes from its name and first bytes; backend packages are imported here, lazily,
+and a missing one raises ``ImportError`` naming the extra to install.
+
+Threads default to 1: on small devices the second core bought almost nothing for models this small
+(one 784 x 4000 MatMul per sample) and two-thread runs showed multi-millisecond p99 stalls when the
+other core was busy. Measure your device with ``lastedge bench --threads N`` before raising it.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from .backends import NumpyPredictor, OnnxPredictor, Predictor, TFLitePredictor
+from .files import sniff
+from .model import Model
+
+# Backends that can run each kind of file, in order of preference.
+BACKENDS = {"npz": ("numpy",), "onnx": ("onnxruntime",), "tflite": ("litert", "tflite_runtime")}
+DEFAULT_THREADS = 1
+
+_EXTRA = {
+    "onnxruntime": 'onnxruntime is not installed: pip install "lastedge[onnx]"',
+    "litert": 'ai-edge-litert is not installed: pip install "lastedge[tflite]"',
+    "tflite_runtime": "tflite-runtime is not installed: pip install tflite-runtime "
+                      "(the legacy interpreter, for 32-bit Arm; needs numpy<2)",
+}
+
+
+def load(path: str | os.PathLike, *, backend: str | None = None,
+         threads: int | None = None) -> Predictor:
+    """Load a ``.npz``, ``.onnx`` or ``.tflite`` model file as a ``Predictor``.
+
+    Parameters
+    ----------
+    path : the model file; its kind is checked against its content.
+    backend : None (the first installed of ``BACKENDS[kind]``) or ``"numpy"`` (``.npz``),
+        ``"onnxruntime"`` (``.onnx``), ``"litert"`` or ``"tflite_runtime"`` (``.tflite``).
+    threads : intra-op threads of onnxruntime, ``num_threads`` of the TFLite interpreter, the
+        OpenBLAS threads of numpy during a call; default 1 (see the module docstring).
+    """
+    path = Path(path)
+    kind = sniff(path)
+    threads = _check_threads(threads)
+    if backend is None:
+        backend = _first_installed(kind)
+    elif backend not in BACKENDS[kind]:
+        raise ValueError(f"backend {backend!r} cannot run a .{kind} file; "
+                         f"choose one of {BACKENDS[kind]}")
+    if backend == "numpy":
+        return NumpyPredictor(Model.load(path), path=path, threads=threads)
+    if backend == "onnxruntime":
+        return OnnxPredictor(path, _import(backend), threads=threads)
+    return TFLitePredictor(path, _import(backend).Interpreter, backend, threads=threads)
+
+
+def _check_threads(threads: int | None) -> int:
+    if threads is None:
+        return DEFAULT_THREADS
+    if isinstance(threads, bool) or not isinstance(threads, int) or threads < 1:
+        raise ValueError(f"threads must be a positive integer, got {threads!r}")
+    return threads
+
+
+def _first_installed(kind: str) -> str:
+    for backend in BACKENDS[kind]:
+        if backend == "numpy" or _installed(backend):
+            return backend
+    raise ImportError(_EXTRA[BACKENDS[kind][0]])
+
+
+def _installed(backend: str) -> bool:
+    try:
+        _import(backend)
+    except ImportError:
+        return False
+    return True
+
+
+def _import(backend: str):
+    """The module that runs ``backend``: onnxruntime, or the module holding ``Interpreter``."""
+    try:
+        if backend == "onnxruntime":
+            import onnxruntime as module
+        elif backend == "litert":
+            from ai_edge_litert import interpreter as module
+        else:
+            from tflite_runtime import interpreter as module
+    except ImportError:
+        raise ImportError(_EXTRA[backend]) from None
+    return module

@@ -1,0 +1,187 @@
+"""Every backend agrees with the numpy backend on the same model (fp32 to 1e-4, int8 by agreement).
+
+Also holds the helpers the other runtime test files import: ``prototype_model`` (a real classifier
+built from data, no training needed) and ``export`` (one model to every file kind).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from lastedge.runtime import Model, Preprocess, load
+from lastedge.runtime.loading import _installed
+
+lastedge_export = pytest.importorskip("lastedge.export")
+
+HAS_ORT = _installed("onnxruntime")
+HAS_LITERT = _installed("litert")
+
+# (file name, exporter keyword arguments, backends that must run it)
+FILES = [
+    ("m.onnx", dict(), "onnxruntime"),
+    ("m-pre.onnx", dict(with_preprocessing=True), "onnxruntime"),
+    ("m-int8.onnx", dict(int8=True), "onnxruntime"),
+    ("m.tflite", dict(), "litert"),
+    ("m-int8.tflite", dict(int8=True), "litert"),
+]
+
+
+def blobs(n_classes: int = 3, n_features: int = 24, rows: int = 300, seed: int = 0):
+    """Gaussian blobs around random centres, raw features in roughly [-6, 6]."""
+    rng = np.random.default_rng(seed)
+    centres = rng.normal(0, 2, (n_classes, n_features))
+    y = rng.integers(0, n_classes, rows)
+    return (centres[y] + rng.normal(0, 1, (rows, n_features))).astype(np.float32), y
+
+
+def prototype_model(X: np.ndarray, y: np.ndarray, *, preprocess: str = "center-l2",
+                    atoms_per_class: int = 8, seed: int = 0) -> Model:
+    """A working soft-threshold classifier without training: atoms are preprocessed training rows
+    scaled to norm 1.5 (so an atom fires when the cosine exceeds 2/3), weights one-hot per class
+    (binary: +1 for classes[1], -1 for classes[0])."""
+    rng = np.random.default_rng(seed)
+    step = Preprocess.fit(preprocess, X)
+    classes = np.unique(y)
+    picks = np.concatenate([rng.choice(np.flatnonzero(y == c), atoms_per_class, replace=False)
+                            for c in classes])
+    atoms = step.apply(X[picks]).astype(np.float64)
+    atoms *= 1.5 / np.maximum(np.linalg.norm(atoms, axis=1, keepdims=True), 1e-12)
+    owner = np.repeat(np.arange(len(classes)), atoms_per_class)
+    if len(classes) == 2:
+        W = np.where(owner == 1, 1.0, -1.0)[:, None]
+    else:
+        W = np.eye(len(classes))[owner]
+    return Model(atoms.T, W, classes, alpha=1.0, preprocess=step)
+
+
+def export(model: Model, folder: Path, X_cal: np.ndarray) -> dict[str, Path]:
+    """Write ``model`` as .npz and as every file in ``FILES`` the installed exporter can write."""
+    paths = {"m.npz": model.save(folder / "m.npz")}
+    for name, kwargs, _ in FILES:
+        writer = getattr(lastedge_export, "to_onnx" if name.endswith(".onnx") else "to_tflite", None)
+        if writer is None:
+            continue
+        if kwargs.get("int8"):
+            kwargs = {**kwargs, "calibration": X_cal}
+        writer(model, folder / name, **kwargs)
+        paths[name] = folder / name
+    return paths
+
+
+def hard_rows(model: Model, X: np.ndarray) -> np.ndarray:
+    """Real rows plus zeros, atoms scaled so that (for preprocess "none") an atom's input is
+    exactly alpha, and large values."""
+    Z = X[: len(X) // 2]
+    at_threshold = model.dictionary.T[:5] / np.float32(1.5**2)
+    return np.vstack([Z, np.zeros((3, model.n_features)), at_threshold,
+                      X[:5] * 1e3, np.full((2, model.n_features), 50.0)]).astype(np.float32)
+
+
+def assert_parity(reference: Model, path: Path, X: np.ndarray, backend: str | None = None) -> None:
+    """fp32: scores within 1e-4 * (1 + |score|) and identical labels; int8: >= 95% agreement."""
+    predictor = load(path, backend=backend)
+    expected, got = reference.decision_function(X), predictor.decision_function(X)
+    assert got.shape == expected.shape and got.dtype == np.float32
+    if predictor.precision == "int8":
+        agreement = np.mean(predictor.predict(X) == reference.predict(X))
+        assert agreement >= 0.95, f"{path.name}: int8 agrees on {agreement:.1%}"
+    else:
+        np.testing.assert_allclose(got, expected, rtol=1e-4, atol=1e-4)
+        np.testing.assert_array_equal(predictor.predict(X), reference.predict(X))
+
+
+def _exported(tmp_path_factory, name: str, X, y, preprocess: str) -> tuple[Model, dict[str, Path]]:
+    model = prototype_model(X, y, preprocess=preprocess)
+    return model, export(model, tmp_path_factory.mktemp(name), X)
+
+
+@pytest.fixture(scope="module")
+def digits():
+    datasets = pytest.importorskip("sklearn.datasets")
+    X, y = datasets.load_digits(return_X_y=True)
+    return X.astype(np.float32), y
+
+
+@pytest.fixture(scope="module", params=["center-l2", "standardize", "none"])
+def multiclass(request, tmp_path_factory, digits):
+    X, y = digits
+    return (X, *_exported(tmp_path_factory, "multi", X[:1000], y[:1000], request.param))
+
+
+@pytest.fixture(scope="module")
+def binary(tmp_path_factory):
+    X, y = blobs(n_classes=2)
+    labels = np.array(["cat", "dog"])[y]
+    return (X, *_exported(tmp_path_factory, "binary", X, labels, "l2"))
+
+
+def _backend_cases():
+    return [pytest.param(name, backend, marks=pytest.mark.skipif(
+        not {"onnxruntime": HAS_ORT, "litert": HAS_LITERT}[backend], reason=f"{backend} missing"),
+        id=name) for name, _, backend in FILES]
+
+
+@pytest.mark.parametrize("name, backend", _backend_cases())
+def test_multiclass_backends_agree_with_numpy(multiclass, name, backend):
+    X, model, paths = multiclass
+    if name not in paths:
+        pytest.skip(f"the exporter does not write {name} yet")
+    held_out = X[1000:]
+    assert_parity(model, paths[name], hard_rows(model, held_out), backend)
+    assert_parity(model, paths[name], held_out, backend)
+
+
+@pytest.mark.parametrize("name, backend", _backend_cases())
+def test_binary_backends_agree_with_numpy(binary, name, backend):
+    X, model, paths = binary
+    if name not in paths:
+        pytest.skip(f"the exporter does not write {name} yet")
+    assert_parity(model, paths[name], hard_rows(model, X), backend)
+    predictor = load(paths[name])
+    assert predictor.decision_function(X[:7]).shape == (7,)
+    assert set(predictor.predict(X)) <= {"cat", "dog"}
+
+
+def test_numpy_backend_is_the_model(binary):
+    X, model, paths = binary
+    predictor = load(paths["m.npz"])
+    assert predictor.backend == "numpy" and predictor.precision == "fp32"
+    np.testing.assert_array_equal(predictor.decision_function(X), model.decision_function(X))
+    assert predictor.macs_per_sample == model.macs_per_sample
+    assert predictor.classes.tolist() == ["cat", "dog"]
+
+
+@pytest.mark.parametrize("dtype", [np.uint8, np.int16, np.int64, np.float16, np.float64, bool])
+def test_any_real_dtype_any_batch(multiclass, dtype):
+    X, model, paths = multiclass
+    rows = np.clip(X[1000:1040], 0, 16).astype(dtype)
+    for path in paths.values():
+        predictor = load(path)
+        expected = predictor.predict(rows.astype(np.float32))
+        np.testing.assert_array_equal(predictor.predict(rows), expected)
+        for n in (0, 1, 40, 1):  # resize down and up again on TFLite
+            scores = predictor.decision_function(rows[:n])
+            assert scores.shape == (n, 10) and predictor.predict(rows[:n]).shape == (n,)
+
+
+def test_every_predictor_has_the_same_face(multiclass):
+    X, model, paths = multiclass
+    for path in paths.values():
+        predictor = load(path, threads=2)
+        assert predictor.n_features == 64 and predictor.n_outputs == 10
+        assert predictor.classes.tolist() == list(range(10))
+        assert predictor.threads == 2
+        assert predictor.precision == ("int8" if "int8" in path.name else "fp32")
+        assert predictor.macs_per_sample == model.macs_per_sample
+        assert predictor.file_size == path.stat().st_size
+
+
+def test_threads_do_not_change_scores(multiclass):
+    X, model, paths = multiclass
+    for path in paths.values():
+        one = load(path, threads=1).decision_function(X[:300])
+        two = load(path, threads=2).decision_function(X[:300])
+        np.testing.assert_allclose(one, two, rtol=1e-5, atol=1e-5)

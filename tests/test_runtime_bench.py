@@ -1,0 +1,125 @@
+"""``bench`` statistics are consistent, its schema is stable, and ``lastedge bench`` behaves as a CLI."""
+
+from __future__ import annotations
+
+import json
+import os
+
+import numpy as np
+import pytest
+from test_runtime_backends import blobs, export, prototype_model
+
+from lastedge.cli import main
+from lastedge.runtime import bench, format_table, load
+from lastedge.runtime.bench import statistics
+
+ROW_KEYS = {"schema", "file", "file_size_bytes", "backend", "precision", "threads", "n_features",
+            "n_outputs", "macs_per_sample", "load_ms", "first_inference_us", "rss_load_mib",
+            "batches", "peak_rss_mib", "machine"}
+BATCH_KEYS = {"batch_size", "warmup_mean_us", "count", "mean_us", "std_us", "min_us", "max_us",
+              "p50_us", "p90_us", "p95_us", "p99_us", "throughput_per_s"}
+MACHINE_KEYS = {"cpu", "cores", "usable_cores", "machine", "os", "python", "numpy", "onnxruntime",
+                "litert", "tflite_runtime"}
+
+
+@pytest.fixture(scope="module")
+def paths(tmp_path_factory):
+    X, y = blobs()
+    return export(prototype_model(X, y), tmp_path_factory.mktemp("bench"), X)
+
+
+def test_bench_rows_have_the_documented_schema_and_consistent_statistics(paths):
+    files = list(paths.values())
+    rows = bench(files, batch_sizes=(1, 7), runs=23, warmup=2)
+    assert [row["file"] for row in rows] == [str(f) for f in files]
+    for row in rows:
+        assert set(row) == ROW_KEYS and row["schema"] == "lastedge-bench/1"
+        assert set(row["machine"]) == MACHINE_KEYS
+        assert row["threads"] == 1 and row["load_ms"] > 0 and row["first_inference_us"] > 0
+        assert row["file_size_bytes"] == os.path.getsize(row["file"])
+        assert row["macs_per_sample"] == 24 * 24 + 24 * 3
+        assert [b["batch_size"] for b in row["batches"]] == [1, 7]
+        for b in row["batches"]:
+            assert set(b) == BATCH_KEYS
+            assert b["count"] == 23
+            assert b["min_us"] <= b["p50_us"] <= b["p90_us"] <= b["p95_us"] <= b["p99_us"] <= b["max_us"]
+            assert b["min_us"] <= b["mean_us"] <= b["max_us"] and b["std_us"] >= 0
+            assert b["throughput_per_s"] == pytest.approx(b["batch_size"] * 1e6 / b["mean_us"])
+    json.dumps(rows)  # plain JSON types only
+
+
+def test_seconds_budget_and_loaded_predictors(paths):
+    predictor = load(paths["m.npz"])
+    (row,) = bench([predictor], seconds=0.05, warmup=0)
+    assert row["load_ms"] is None and row["batches"][0]["warmup_mean_us"] is None
+    assert row["batches"][0]["count"] >= 10  # at least one call per round
+
+
+def test_statistics_of_known_times():
+    stats = statistics([1.0, 2.0, 3.0, 4.0, 100.0], batch=10)
+    assert stats["count"] == 5 and stats["min_us"] == 1.0 and stats["max_us"] == 100.0
+    assert stats["p50_us"] == 3.0 and stats["mean_us"] == 22.0
+    assert stats["throughput_per_s"] == pytest.approx(10 / 22e-6)
+
+
+def test_bench_rejects_bad_budgets(paths):
+    for kwargs, message in ((dict(runs=5, seconds=1.0), "not both"), (dict(runs=0), "runs"),
+                            (dict(seconds=-1.0), "seconds"), (dict(batch_sizes=(0,)), "batch"),
+                            (dict(warmup=-1), "warmup")):
+        with pytest.raises(ValueError, match=message):
+            bench([paths["m.npz"]], **kwargs)
+
+
+@pytest.mark.skipif(not hasattr(os, "sched_setaffinity"), reason="Linux only")
+def test_cpus_pin_the_process_and_restore(paths):
+    before = os.sched_getaffinity(0)
+    (row,) = bench([paths["m.npz"]], runs=3, cpus=[min(before)])
+    assert row["machine"]["usable_cores"] == 1
+    assert os.sched_getaffinity(0) == before
+
+
+def test_format_table_has_one_line_per_file_and_batch(paths):
+    rows = bench(list(paths.values()), batch_sizes=(1, 4), runs=3, warmup=0)
+    lines = format_table(rows).splitlines()
+    assert len(lines) == 2 + 2 * len(paths)
+    assert "p50 us" in lines[1] and "numpy" in lines[2]
+
+
+def test_cli_bench_table_and_json(paths, capsys):
+    files = [str(p) for p in paths.values()]
+    assert main(["bench", *files, "--runs", "5", "--batch", "1,3", "--warmup", "1"]) == 0
+    assert "samples/s" in capsys.readouterr().out
+    assert main(["bench", files[0], "--runs", "4", "--json", "--threads", "2", "--cpus", "0"]) == 0
+    (row,) = json.loads(capsys.readouterr().out)
+    assert row["threads"] == 2 and row["batches"][0]["count"] == 4
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["bench", "missing.npz"], "No such file"),
+    (["bench", "{npz}", "--batch", "0"], "batch sizes must be positive"),
+    (["bench", "{npz}", "--threads", "0"], "threads must be a positive integer"),
+    (["bench", "{npz}", "--backend", "litert"], "cannot run a .npz file"),
+    (["bench", "{npz}", "--cpus", "4096"], "cannot pin to cpus"),
+])
+def test_cli_errors_print_one_line_and_exit_1(paths, capsys, argv, message):
+    argv = [a.format(npz=paths["m.npz"]) for a in argv]
+    assert main(argv) == 1
+    err = capsys.readouterr().err
+    assert len(err.strip().splitlines()) == 1 and message in err and err.startswith("lastedge bench: error:")
+
+
+def test_cli_usage_errors_exit_2(capsys):
+    for argv in (["bench"], ["bench", "m.npz", "--batch", "x"], ["bench", "m.npz", "--runs", "3",
+                                                                   "--seconds", "1"]):
+        with pytest.raises(SystemExit) as exit_:
+            main(argv)
+        assert exit_.value.code == 2
+    capsys.readouterr()
+
+
+def test_bench_feeds_given_rows(paths):
+    X = np.ones((2, 24), dtype=np.float32)
+    (row,) = bench([paths["m.npz"]], batch_sizes=(5,), runs=2, X=X)
+    assert row["batches"][0]["count"] == 2
+    with pytest.raises(ValueError, match="X must be non-empty"):
+        bench([paths["m.npz"]], runs=2, X=np.ones((2, 3)))

@@ -1,0 +1,40 @@
+"""The legacy ``tflite_runtime`` interpreter (32-bit Arm; numpy < 2) agrees with the numpy backend.
+
+Runs in the separate numpy<2 venv built by ``.ci/legacy_tflite.sh`` (numpy, flatbuffers,
+tflite_runtime, lastedge); skipped where ``tflite_runtime`` is not installed.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from test_runtime_backends import assert_parity, blobs, hard_rows, prototype_model
+
+from lastedge.export import to_tflite
+from lastedge.runtime import load
+from lastedge.runtime.loading import _installed
+
+pytest.importorskip("tflite_runtime")
+
+
+@pytest.mark.parametrize("int8", [False, True], ids=["fp32", "int8"])
+@pytest.mark.parametrize("n_classes", [2, 4])
+def test_legacy_interpreter_agrees_with_numpy(tmp_path, int8, n_classes):
+    X, y = blobs(n_classes=n_classes, rows=600)
+    model = prototype_model(X[:300], y[:300])
+    path = to_tflite(model, tmp_path / "m.tflite", int8=int8, calibration=X[:300] if int8 else None)
+    assert_parity(model, path, hard_rows(model, X[300:]), backend="tflite_runtime")
+    assert_parity(model, path, X[300:], backend="tflite_runtime")
+    predictor = load(path, backend="tflite_runtime", threads=2)
+    assert predictor.backend == "tflite_runtime" and predictor.threads == 2
+    assert predictor.predict(X[:0]).shape == (0,)
+    for n in (1, 17, 1):
+        assert predictor.decision_function(X[:n].astype(np.float64)).shape[0] == n
+
+
+def test_legacy_interpreter_is_the_default_without_litert(tmp_path):
+    if _installed("litert"):
+        pytest.skip("ai_edge_litert is installed, so it is the default")
+    X, y = blobs()
+    path = to_tflite(prototype_model(X, y), tmp_path / "m.tflite")
+    assert load(path).backend == "tflite_runtime"

@@ -1,0 +1,88 @@
+"""DCA, the difference-of-convex algorithm of LAST, over a batch of heads.
+
+Each iteration linearises ``h`` at the current point and hands the convex sub-problem to an inner
+solver (:mod:`.solvers`), warm-started there. Heads stop independently, by the paper's rule: every
+entry of ``Omega = [U; v^T]`` changed by at most ``tol`` in absolute or relative terms. In
+full-batch mode a step is accepted only if the objective of (P), accumulated in float64, did not
+rise; otherwise the head keeps its point and stops (the sub-problem could not be improved, which is
+DCA's own convergence criterion). So the recorded full-batch objective never rises.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from typing import Callable
+
+import torch
+
+from .solvers import InnerSolver
+from .subproblem import Data, SubProblem, full_objective
+
+Tensor = torch.Tensor
+
+
+@dataclass(frozen=True)
+class DCASettings:
+    """The paper's knobs (names as in the estimator)."""
+
+    nu: float
+    beta: float
+    eps: float
+    max_dca_iter: int
+    tol: float
+    inner_solver: InnerSolver
+
+
+@dataclass
+class DCAResult:
+    U: Tensor
+    v: Tensor
+    history: list[list[dict]]  # one list of per-iteration records per head
+    converged: list[bool]
+
+
+def parameter_change(U_old: Tensor, v_old: Tensor, U_new: Tensor, v_new: Tensor) -> Tensor:
+    """Per head, ``max_ij min(|dOmega_ij|, |dOmega_ij / Omega_ij|)`` with ``Omega = [U; v^T]``."""
+    old = torch.cat([U_old, v_old[:, None, :]], dim=1)
+    new = torch.cat([U_new, v_new[:, None, :]], dim=1)
+    delta = (new - old).abs()
+    relative = delta / old.abs().clamp_min(torch.finfo(old.dtype).tiny)
+    return torch.minimum(delta, relative).amax(dim=(1, 2))
+
+
+def run_dca(data: Data, U: Tensor, v: Tensor, settings: DCASettings, seed: int,
+            on_iteration: Callable[[int, Tensor], None] | None = None) -> DCAResult:
+    """Run DCA from ``(U, v)``; ``on_iteration(k, objectives)`` reports progress."""
+    n_heads = U.shape[0]
+    start = time.perf_counter()
+    full_batch = settings.inner_solver.batch_size is None
+    U, v = U.clone(), v.clone()
+    objective = full_objective(data, U, v, settings.beta, settings.nu)
+    history: list[list[dict]] = [[] for _ in range(n_heads)]
+    converged = torch.zeros(n_heads, dtype=torch.bool)
+    for k in range(settings.max_dca_iter):
+        active = torch.nonzero(~converged).flatten()
+        if active.numel() == 0:
+            break
+        heads = active.to(U.device)
+        sub_data = Data(data.X, data.targets[heads], data.groups[heads])
+        problem = SubProblem(sub_data, U[heads], v[heads], settings.beta, settings.nu, settings.eps)
+        new_U, new_v, step = settings.inner_solver.solve(problem, U[heads], v[heads], seed + 7919 * k)
+        new_objective = full_objective(sub_data, new_U, new_v, settings.beta, settings.nu)
+        if full_batch:
+            rose = new_objective > objective[heads]
+            new_U = torch.where(rose[:, None, None], U[heads], new_U)
+            new_v = torch.where(rose[:, None], v[heads], new_v)
+            new_objective = torch.where(rose, objective[heads], new_objective)
+        change = parameter_change(U[heads], v[heads], new_U, new_v)
+        U[heads], v[heads] = new_U, new_v
+        objective[heads] = new_objective
+        elapsed = time.perf_counter() - start
+        for i, head in enumerate(active.tolist()):
+            history[head].append({"objective": float(new_objective[i]), "step": float(step[i]),
+                                  "change": float(change[i]), "time": elapsed})
+        converged[active] = (change <= settings.tol).cpu()
+        if on_iteration is not None:
+            on_iteration(k, objective)
+    return DCAResult(U, v, history, converged.tolist())

@@ -1,0 +1,126 @@
+"""The smoothed LAST objective (P), its DC split ``g - h``, and their gradients.
+
+Variables (after the paper's change of variables ``u_j = |w_j| d_j``, ``v_j = |w_j|``), batched
+over ``H`` independent heads so that one-vs-all trains as one tensor problem:
+
+- ``U`` [H, n, N], ``v`` [H, N]: atoms and thresholds of each head;
+- ``groups`` [H, N, G]: one-hot, which group each atom scores for. A binary head has G = 2 groups
+  (atoms with sign -1 and +1); a shared multi-class dictionary has one group per class;
+- ``targets`` [H, m]: the group each sample should win.
+
+With ``Q = q(X U - v)`` the smoothed features (``q(t) = softplus(beta t) / beta``) and
+``S = Q @ groups`` the group scores, the per-sample hinge is
+``max(0, 1 + max_{c != t} S_c - S_t) = max(S_t, 1 + max_{c != t} S_c) - S_t``, which gives
+
+    g = (nu/2) ||v||^2 + sum_i max(S_{i,t_i}, 1 + max_{c != t_i} S_{i,c})     (convex)
+    h = sum_i S_{i,t_i}                                                     (convex)
+
+and (P) = g - h. With two groups this is exactly the paper's binary problem: ``S_1 - S_0`` is the
+score ``sum_j s_j q(u_j^T x - v_j)`` and the hinge is ``L(y * score)``.
+
+All functions take plain tensors so that solvers can call them on a minibatch or on all data.
+Values are sums over samples, as in the paper (the solvers rescale to means).
+"""
+
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+
+Tensor = torch.Tensor
+
+
+def smooth_relu(Z: Tensor, beta: float) -> Tensor:
+    """``q(z) = log(1 + exp(beta z)) / beta``, the softplus smoothing of ``max(0, z)``."""
+    return F.softplus(Z, beta=beta, threshold=20.0)
+
+
+def pre_activations(X: Tensor, U: Tensor, v: Tensor) -> Tensor:
+    """``X U - v`` for every head: [H, m, N]."""
+    return torch.matmul(X, U) - v[:, None, :]
+
+
+def _target_and_rival(S: Tensor, targets: Tensor) -> tuple[Tensor, Tensor, Tensor]:
+    """Target-group score, best rival score and the rival's index, each [H, m]."""
+    target_score = S.gather(-1, targets[..., None]).squeeze(-1)
+    rivals = S.scatter(-1, targets[..., None], float("-inf"))
+    rival_score, rival = rivals.max(dim=-1)
+    return target_score, rival_score, rival
+
+
+def group_scores(X: Tensor, U: Tensor, v: Tensor, groups: Tensor, beta: float) -> Tensor:
+    """Smoothed group scores ``S`` [H, m, G]."""
+    return smooth_relu(pre_activations(X, U, v), beta) @ groups
+
+
+def hinge_losses(X: Tensor, targets: Tensor, U: Tensor, v: Tensor, groups: Tensor,
+                 beta: float) -> Tensor:
+    """Per-sample hinge loss of the smoothed scores, [H, m]."""
+    S = group_scores(X, U, v, groups, beta)
+    target_score, rival_score, _ = _target_and_rival(S, targets)
+    return torch.relu(1.0 + rival_score - target_score)
+
+
+def g_terms(X: Tensor, targets: Tensor, U: Tensor, v: Tensor, groups: Tensor,
+            beta: float) -> Tensor:
+    """Per-sample terms ``max(S_t, 1 + max_{c != t} S_c)`` of ``g``, [H, m]."""
+    S = group_scores(X, U, v, groups, beta)
+    target_score, rival_score, _ = _target_and_rival(S, targets)
+    return torch.maximum(target_score, 1.0 + rival_score)
+
+
+def regulariser(v: Tensor, nu: float) -> Tensor:
+    """``(nu/2) ||v||^2`` per head, [H]."""
+    return 0.5 * nu * (v * v).sum(dim=1)
+
+
+def objective(X: Tensor, targets: Tensor, U: Tensor, v: Tensor, groups: Tensor,
+              beta: float, nu: float) -> Tensor:
+    """The objective of (P) for each head, [H]: hinge losses summed over samples + (nu/2)||v||^2."""
+    return hinge_losses(X, targets, U, v, groups, beta).sum(dim=1) + regulariser(v, nu)
+
+
+def g_value(X: Tensor, targets: Tensor, U: Tensor, v: Tensor, groups: Tensor,
+            beta: float, nu: float) -> Tensor:
+    """The convex part ``g`` for each head, [H]."""
+    return g_terms(X, targets, U, v, groups, beta).sum(dim=1) + regulariser(v, nu)
+
+
+def h_value(X: Tensor, targets: Tensor, U: Tensor, v: Tensor, groups: Tensor, beta: float) -> Tensor:
+    """The concave-part generator ``h`` for each head, [H]."""
+    S = group_scores(X, U, v, groups, beta)
+    return S.gather(-1, targets[..., None]).squeeze(-1).sum(dim=1)
+
+
+def h_gradient(X: Tensor, targets: Tensor, U: Tensor, v: Tensor, groups: Tensor,
+               beta: float) -> tuple[Tensor, Tensor]:
+    """``(dh/dU, dh/dv)`` summed over the samples of ``X``: [H, n, N] and [H, N].
+
+    ``dh/dQ_ij`` is 1 where atom j scores for sample i's target group, so the gradient is the
+    sigmoid of the pre-activation masked to those atoms, pulled back through ``X U - v``.
+    """
+    Z = pre_activations(X, U, v)
+    R = torch.sigmoid(beta * Z) * _group_mask(groups, targets)
+    return X.T @ R, -R.sum(dim=1)
+
+
+def g_data_gradient(X: Tensor, targets: Tensor, U: Tensor, v: Tensor, groups: Tensor,
+                    beta: float) -> tuple[Tensor, Tensor, Tensor]:
+    """Data part of ``g`` (without the ``nu`` term) and a (sub)gradient, summed over ``X``.
+
+    Returns ``(value [H], dU [H, n, N], dv [H, N])``. Where the two arguments of the max tie,
+    the target group's gradient is taken (a valid subgradient).
+    """
+    Z = pre_activations(X, U, v)
+    S = smooth_relu(Z, beta) @ groups
+    target_score, rival_score, rival = _target_and_rival(S, targets)
+    winner = torch.where(target_score >= 1.0 + rival_score, targets, rival)
+    value = torch.maximum(target_score, 1.0 + rival_score).sum(dim=1)
+    R = torch.sigmoid(beta * Z) * _group_mask(groups, winner)
+    return value, X.T @ R, -R.sum(dim=1)
+
+
+def _group_mask(groups: Tensor, chosen: Tensor) -> Tensor:
+    """[H, m, N] mask: 1 where atom j belongs to the group ``chosen[h, i]``."""
+    one_hot = F.one_hot(chosen, groups.shape[-1]).to(groups.dtype)
+    return one_hot @ groups.transpose(1, 2)

@@ -1,0 +1,194 @@
+"""First-order solvers for the convex DCA sub-problem, with the paper's step-size protocol.
+
+Both solvers are projected (``v >= eps``), warm-started at the current DCA iterate, and follow
+the paper's schedule ``rho_t = min(rho, rho * t0 / t)`` with ``t0 = T / 10``. The base step
+``rho`` is chosen per head by running the first ``T / 20`` iterations with every candidate and
+keeping the one with the smallest sub-objective. Two fixes to the literal protocol:
+
+- **Bracketing.** How large a step is depends on the scale of the objective and the data, so a
+  fixed grid need not contain the best step. When a head's winner is the largest (smallest)
+  candidate, the grid is extended by a factor 10 in that direction, up to ``max_extensions`` times.
+- **Selection on a fixed evaluation set.** In minibatch mode the candidates are compared on the
+  same fixed sample of rows, not on their last noisy minibatch.
+
+Every solve returns the best iterate it saw (the warm start included), so on the rows it is judged
+on the result is never worse than the warm start: the sub-problem's value decreases, which is
+what DCA's descent property needs.
+
+- ``"subgradient"``: the paper's projected (stochastic) subgradient descent.
+- ``"adam"``: Adam on the same sub-problem, with steps relative to each block's scale (the atoms'
+  root-mean-square entry for ``U``, the thresholds' for ``v``), so one grid serves every scaling
+  of the data.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import torch
+
+from .subproblem import SubProblem
+
+Tensor = torch.Tensor
+
+DEFAULT_STEPS = {"subgradient": (0.1, 0.01, 0.001), "adam": (0.03, 0.01, 0.003)}
+SOLVERS = tuple(DEFAULT_STEPS)
+_EVAL_ROWS = 4096  # rows of the fixed evaluation sample in minibatch mode
+_ADAM_BETAS = (0.9, 0.999)
+
+
+@dataclass
+class _Run:
+    """One trajectory: current point, solver state and best point, each with heads first."""
+
+    U: Tensor
+    v: Tensor
+    best_U: Tensor
+    best_v: Tensor
+    best_value: Tensor
+    moments: list[Tensor] = field(default_factory=list)
+
+    def tensors(self) -> list[Tensor]:
+        return [self.U, self.v, self.best_U, self.best_v, self.best_value, *self.moments]
+
+    @classmethod
+    def from_tensors(cls, tensors: list[Tensor]) -> "_Run":
+        U, v, best_U, best_v, best_value, *moments = tensors
+        return cls(U, v, best_U, best_v, best_value, moments)
+
+    def remember(self, value: Tensor, U: Tensor, v: Tensor) -> None:
+        """Keep ``(U, v)`` as the best point of each head where ``value`` improves on it."""
+        better = value < self.best_value
+        if bool(better.any()):
+            self.best_value = torch.where(better, value, self.best_value)
+            self.best_U = torch.where(better[:, None, None], U, self.best_U)
+            self.best_v = torch.where(better[:, None], v, self.best_v)
+
+
+def _pick_per_head(runs: list[_Run], winner: Tensor) -> _Run:
+    """Assemble one run whose head h comes from ``runs[winner[h]]``."""
+    heads = torch.arange(winner.shape[0], device=winner.device)
+    columns = zip(*(run.tensors() for run in runs))
+    return _Run.from_tensors([torch.stack(column)[winner, heads] for column in columns])
+
+
+class InnerSolver:
+    """Minimise a :class:`SubProblem` from a warm start; see the module docstring."""
+
+    def __init__(self, method: str, n_iter: int, batch_size: int | None, eps: float,
+                 step_sizes: tuple[float, ...] | None = None, max_extensions: int = 2):
+        if method not in SOLVERS:
+            raise ValueError(f"inner_solver must be one of {SOLVERS}, got {method!r}")
+        self.method, self.n_iter, self.batch_size, self.eps = method, n_iter, batch_size, eps
+        self.step_sizes = tuple(sorted(step_sizes or DEFAULT_STEPS[method], reverse=True))
+        self.max_extensions = max_extensions
+        self.warmup = max(1, n_iter // 20)
+        self.t0 = max(1, n_iter // 10)
+
+    # ------------------------------------------------------------------ public
+    def solve(self, problem: SubProblem, U0: Tensor, v0: Tensor, seed: int) -> tuple[Tensor, Tensor, Tensor]:
+        """Return ``(U, v, step)``: the best iterate per head and the base step each head used."""
+        eval_index = self._eval_index(problem, seed)
+        scale = self._step_scale(U0, v0)
+        grid = list(self.step_sizes)
+        runs = {rho: self._trajectory(problem, U0, v0, rho, scale, 1, self.warmup, seed, eval_index)
+                for rho in grid}
+        for _ in range(self.max_extensions):
+            winner = self._winners(runs, grid, problem, eval_index)
+            if bool((winner == 0).any()):
+                grid.insert(0, grid[0] * 10)
+            elif bool((winner == len(grid) - 1).any()):
+                grid.append(grid[-1] / 10)
+            else:
+                break
+            rho = grid[0] if grid[0] not in runs else grid[-1]
+            runs[rho] = self._trajectory(problem, U0, v0, rho, scale, 1, self.warmup, seed, eval_index)
+        winner = self._winners(runs, grid, problem, eval_index)
+        run = _pick_per_head([runs[rho] for rho in grid], winner)
+        rate = torch.tensor(grid, dtype=U0.dtype, device=U0.device)[winner]
+        run = self._continue(problem, run, rate, scale, self.warmup + 1, self.n_iter, seed + 1, eval_index)
+        return run.best_U, run.best_v, rate
+
+    # ---------------------------------------------------------------- helpers
+    def _eval_index(self, problem: SubProblem, seed: int) -> Tensor | None:
+        """Rows on which points are compared: all rows in full batch, a fixed sample otherwise."""
+        m = problem.data.n_samples
+        if self.batch_size is None or m <= _EVAL_ROWS:
+            return None
+        generator = torch.Generator().manual_seed(seed)
+        return torch.randperm(m, generator=generator)[:_EVAL_ROWS].to(problem.data.X.device)
+
+    def _step_scale(self, U0: Tensor, v0: Tensor) -> tuple[Tensor, Tensor]:
+        """Per-head multipliers of the base step for ``U`` and ``v`` (1 for subgradient)."""
+        if self.method == "subgradient":
+            ones = torch.ones(U0.shape[0], dtype=U0.dtype, device=U0.device)
+            return ones, ones
+        rms_U = U0.pow(2).mean(dim=(1, 2)).sqrt().clamp_min(1e-12)
+        rms_v = v0.pow(2).mean(dim=1).sqrt().clamp_min(1e-12)
+        return rms_U, rms_v
+
+    def _winners(self, runs: dict[float, _Run], grid: list[float], problem: SubProblem,
+                 eval_index: Tensor | None) -> Tensor:
+        """Index into ``grid`` of the best candidate for each head."""
+        values = torch.stack([self._judge(problem, runs[rho], eval_index) for rho in grid])
+        return values.argmin(dim=0)
+
+    def _judge(self, problem: SubProblem, run: _Run, eval_index: Tensor | None) -> Tensor:
+        if eval_index is None:
+            return run.best_value
+        return problem.value(run.best_U, run.best_v, eval_index)
+
+    def _trajectory(self, problem: SubProblem, U0: Tensor, v0: Tensor, rho: float,
+                    scale: tuple[Tensor, Tensor], start: int, stop: int, seed: int,
+                    eval_index: Tensor | None) -> _Run:
+        """A fresh run from the warm start with base step ``rho`` for iterations start..stop."""
+        start_value = problem.value(U0, v0, eval_index).to(U0.dtype)
+        run = _Run(U0.clone(), v0.clone(), U0.clone(), v0.clone(), start_value)
+        if self.method == "adam":
+            run.moments = [torch.zeros_like(U0), torch.zeros_like(U0),
+                           torch.zeros_like(v0), torch.zeros_like(v0)]
+        rate = torch.full((U0.shape[0],), rho, dtype=U0.dtype, device=U0.device)
+        return self._continue(problem, run, rate, scale, start, stop, seed, eval_index)
+
+    def _continue(self, problem: SubProblem, run: _Run, rate: Tensor, scale: tuple[Tensor, Tensor],
+                  start: int, stop: int, seed: int, eval_index: Tensor | None) -> _Run:
+        """Iterations ``start..stop`` (inclusive) of ``run`` with base steps ``rate`` [H]."""
+        m = problem.data.n_samples
+        device = run.U.device
+        generator = torch.Generator().manual_seed(seed)
+        full_batch = self.batch_size is None or self.batch_size >= m
+        for t in range(start, stop + 1):
+            index = None if full_batch else torch.randint(
+                m, (self.batch_size,), generator=generator).to(device)
+            value, dU, dv = problem.value_and_grad(run.U, run.v, index)
+            if full_batch:
+                run.remember(value, run.U, run.v)
+            step = rate * min(1.0, self.t0 / t)
+            self._update(run, dU, dv, step, scale, t)
+            if not full_batch and (t % self.warmup == 0 or t == stop):
+                run.remember(problem.value(run.U, run.v, eval_index).to(run.U.dtype), run.U, run.v)
+        if full_batch:
+            run.remember(problem.value_and_grad(run.U, run.v)[0], run.U, run.v)
+        return run
+
+    def _update(self, run: _Run, dU: Tensor, dv: Tensor, step: Tensor,
+                scale: tuple[Tensor, Tensor], t: int) -> None:
+        """One projected step of the chosen method, in place."""
+        step_U = (step * scale[0])[:, None, None]
+        step_v = (step * scale[1])[:, None]
+        if self.method == "adam":
+            dU, dv = self._adam_directions(run, dU, dv, t)
+        run.U = run.U - step_U * dU
+        run.v = (run.v - step_v * dv).clamp_min(self.eps)
+
+    @staticmethod
+    def _adam_directions(run: _Run, dU: Tensor, dv: Tensor, t: int) -> tuple[Tensor, Tensor]:
+        b1, b2 = _ADAM_BETAS
+        mU, sU, mv, sv = run.moments
+        directions = []
+        for grad, first, second in ((dU, mU, sU), (dv, mv, sv)):
+            first.mul_(b1).add_(grad, alpha=1 - b1)
+            second.mul_(b2).addcmul_(grad, grad, value=1 - b2)
+            denom = (second / (1 - b2 ** t)).sqrt_().add_(1e-12)
+            directions.append(first / (1 - b1 ** t) / denom)
+        return directions[0], directions[1]

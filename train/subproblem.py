@@ -1,0 +1,103 @@
+"""The convex sub-problem that each DCA iteration solves.
+
+At the iterate ``(U_k, v_k)`` DCA linearises ``h`` and minimises, for every head,
+
+    F_k(U, v) = g(U, v) - <A, U> - <b, v>,   (A, b) = grad h(U_k, v_k),   subject to v >= eps.
+
+Solvers see it scaled to a mean over samples (``F_k / m``), so that a step size means the same
+thing whatever the data set size; the minimiser is unchanged. On a minibatch ``B`` the data term is
+averaged over ``B`` and the rest divided by ``m``: the paper's per-sample function
+``p(U, v; x_i, y_i)`` averaged over the batch.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+
+from . import objective
+
+Tensor = torch.Tensor
+
+# Rows per chunk when a pass over all data would otherwise allocate [H, m, N] at once.
+_CHUNK_ELEMENTS = 2**25
+
+
+@dataclass
+class Data:
+    """Training rows on the solver's device: inputs [m, n], target groups [H, m], atom groups."""
+
+    X: Tensor
+    targets: Tensor
+    groups: Tensor
+
+    @property
+    def n_samples(self) -> int:
+        return self.X.shape[0]
+
+    def rows(self, index: Tensor | None) -> tuple[Tensor, Tensor]:
+        """Inputs and targets of the rows ``index`` (all rows when ``None``)."""
+        if index is None:
+            return self.X, self.targets
+        return self.X[index], self.targets[:, index]
+
+    def chunks(self, n_heads: int, n_atoms: int):
+        """Yield ``(X, targets)`` row chunks small enough for an [H, rows, N] temporary."""
+        step = max(1, _CHUNK_ELEMENTS // max(1, n_heads * n_atoms))
+        for start in range(0, self.n_samples, step):
+            yield self.X[start:start + step], self.targets[:, start:start + step]
+
+
+def full_objective(data: Data, U: Tensor, v: Tensor, beta: float, nu: float) -> Tensor:
+    """The objective of (P) per head on all rows, accumulated in float64, [H]."""
+    total = objective.regulariser(v.double(), nu)
+    for X, targets in data.chunks(U.shape[0], U.shape[2]):
+        hinge = objective.hinge_losses(X, targets, U, v, data.groups, beta)
+        total = total + hinge.double().sum(dim=1)
+    return total
+
+
+def h_gradient(data: Data, U: Tensor, v: Tensor, beta: float) -> tuple[Tensor, Tensor]:
+    """``grad h`` at ``(U, v)`` over all rows, summed: ([H, n, N], [H, N])."""
+    A = torch.zeros_like(U)
+    b = torch.zeros_like(v)
+    for X, targets in data.chunks(U.shape[0], U.shape[2]):
+        dA, db = objective.h_gradient(X, targets, U, v, data.groups, beta)
+        A += dA
+        b += db
+    return A, b
+
+
+class SubProblem:
+    """``F_k / m`` for every head, with its value and gradient on a minibatch or on all rows."""
+
+    def __init__(self, data: Data, U_k: Tensor, v_k: Tensor, beta: float, nu: float, eps: float):
+        self.data, self.beta, self.nu, self.eps = data, beta, nu, eps
+        self.A, self.b = h_gradient(data, U_k, v_k, beta)
+
+    def _linear_part(self, U: Tensor, v: Tensor) -> tuple[Tensor, Tensor, Tensor]:
+        """``((nu/2)||v||^2 - <A,U> - <b,v>) / m`` per head, and its gradient."""
+        m = self.data.n_samples
+        value = (0.5 * self.nu * (v * v).sum(1) - (self.A * U).sum((1, 2)) - (self.b * v).sum(1)) / m
+        return value, -self.A / m, (self.nu * v - self.b) / m
+
+    def value_and_grad(self, U: Tensor, v: Tensor, index: Tensor | None = None
+                       ) -> tuple[Tensor, Tensor, Tensor]:
+        """Value [H] and gradients of the scaled sub-problem on the rows ``index`` (all if None)."""
+        X, targets = self.data.rows(index)
+        data_value, dU, dv = objective.g_data_gradient(X, targets, U, v, self.data.groups, self.beta)
+        rows = X.shape[0]
+        lin_value, lin_dU, lin_dv = self._linear_part(U, v)
+        return data_value / rows + lin_value, dU / rows + lin_dU, dv / rows + lin_dv
+
+    def value(self, U: Tensor, v: Tensor, index: Tensor | None = None) -> Tensor:
+        """Value [H] of the scaled sub-problem on the rows ``index`` (all rows when ``None``)."""
+        if index is not None:
+            X, targets = self.data.rows(index)
+            terms = objective.g_terms(X, targets, U, v, self.data.groups, self.beta)
+            return terms.mean(dim=1) + self._linear_part(U, v)[0]
+        total = torch.zeros(U.shape[0], dtype=torch.float64, device=U.device)
+        for X, targets in self.data.chunks(U.shape[0], U.shape[2]):
+            total += objective.g_terms(X, targets, U, v, self.data.groups, self.beta).double().sum(1)
+        return total / self.data.n_samples + self._linear_part(U, v)[0].double()
