@@ -1,1 +1,15 @@
-"""lastedge.export: write a trained ``runtime.Model`` as a minimal ONNX graph or TFLite flatbuffer."""
+"""lastedge.export: write a trained ``runtime.Model`` as a minimal ONNX graph or TFLite flatbuffer.
+
+``to_onnx`` and ``to_tflite`` write fp32 or int8 files atomically; ``assert_parity`` runs a file
+in its real interpreter and proves it matches the Python model; ``describe`` lists a file's ops,
+tensors and metadata; ``export_all`` writes and checks all four variants (the demo's table).
+"""
+
+from .describe import describe
+from .onnx import to_onnx
+from .parity import ParityError, assert_parity, measure_parity
+from .tflite import to_tflite
+from .variants import export_all
+
+__all__ = ["ParityError", "assert_parity", "describe", "export_all", "measure_parity", "to_onnx",
+           "to_tflite"]

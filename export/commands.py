@@ -1,7 +1,88 @@
 """CLI commands of the export part (``lastedge export``)."""
 
+from __future__ import annotations
+
 import argparse
+import json
+from typing import Any
+
+from .describe import summary_lines
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     """Add this part's sub-commands to the ``lastedge`` parser."""
+    p = subparsers.add_parser(
+        "export", help="write a trained model (.npz) as an ONNX or TFLite file and prove its parity",
+        description="Export a model to ONNX or TFLite (fp32 or int8), then run the file in its "
+                    "interpreter and compare it with the Python model.",
+    )
+    p.add_argument("model", help="trained model file (.npz)")
+    p.add_argument("--format", required=True, choices=("onnx", "tflite"), help="file format")
+    p.add_argument("--out", required=True, help="output file (.onnx or .tflite)")
+    p.add_argument("--int8", action="store_true", help="quantize to int8")
+    p.add_argument("--calibration", metavar="PATH|digits",
+                   help="rows for int8 calibration and the parity check (.npz/.npy/.csv or 'digits')")
+    p.add_argument("--dynamic", action="store_true",
+                   help="ONNX int8 without calibration data (weights int8, activations at run time)")
+    p.add_argument("--per-channel", action="store_true",
+                   help="per-channel int8 weights (TFLite; ONNX static int8 always uses them)")
+    p.add_argument("--with-preprocessing", action="store_true",
+                   help="ONNX: put the preprocessing in the graph so the file takes raw features")
+    p.add_argument("--json", action="store_true", help="print the result as JSON")
+    p.set_defaults(func=run_export)
+
+
+def _export(args: argparse.Namespace, model: Any, calibration: Any) -> None:
+    from . import to_onnx, to_tflite
+
+    if args.format == "tflite":
+        if args.dynamic or args.with_preprocessing:
+            raise ValueError("--dynamic and --with-preprocessing apply to --format onnx only")
+        to_tflite(model, args.out, int8=args.int8, calibration=calibration,
+                  per_channel=args.per_channel)
+    else:
+        to_onnx(model, args.out, int8=args.int8, calibration=calibration, dynamic=args.dynamic,
+                with_preprocessing=args.with_preprocessing)
+
+
+def run_export(args: argparse.Namespace) -> int:
+    """``lastedge export``: write the file, describe it, print its parity figures."""
+    from lastedge.cli import CommandError
+    from lastedge.runtime import Model
+
+    from . import ParityError, assert_parity, describe
+    from .backends import onnxruntime_ops
+    from .rows import load_rows
+
+    model = Model.load(args.model)
+    if args.int8 and not args.dynamic and args.calibration is None:
+        raise ValueError("--int8 needs --calibration PATH|digits (or --dynamic for ONNX)")
+    rows = load_rows(args.calibration, model.n_features, model.preprocess)
+    _export(args, model, rows.calibration if args.int8 and not args.dynamic else None)
+    info = describe(args.out)
+    try:
+        parity = assert_parity(model, args.out, rows.X_check, rows.y_check, min_rows=1)
+    except ParityError as err:
+        raise CommandError(f"parity check failed ({err}); the file is kept for inspection") from None
+    parity.pop("per_backend")
+    if args.json:
+        print(json.dumps({"file": info, "parity": parity, "check_rows": rows.source}, indent=2))
+        return 0
+    print("\n".join(summary_lines(info)))
+    if args.format == "onnx":
+        print("onnxruntime runs: " + " -> ".join(onnxruntime_ops(args.out)))
+    print(parity_line(parity, rows.source))
+    return 0
+
+
+def parity_line(parity: dict[str, Any], source: str) -> str:
+    """One line of parity figures, as ``export`` and the demo print them."""
+    text = (f"parity on {parity['rows']} rows ({source}) + {parity['probe_rows']} probes "
+            f"({', '.join(parity['backends'])}): max score error {parity['max_score_error']:.3g}, "
+            f"mean {parity['mean_score_error']:.3g}, agreement {parity['agreement']:.2%}")
+    if "accuracy" in parity:
+        text += (f", accuracy {parity['accuracy']:.2%} (Python {parity['reference_accuracy']:.2%}, "
+                 f"drop {100 * parity['accuracy_drop']:.2f} points)")
+    if "clipped" in parity:
+        text += ", clipped " + " ".join(f"{k} {v:.2%}" for k, v in parity["clipped"].items())
+    return text

@@ -1,0 +1,96 @@
+"""Calibration rows and the activation ranges that int8 files are quantized to.
+
+Both formats quantize the same three tensors (the preprocessed input, the soft-threshold features,
+the scores) to ranges measured here on the user's calibration rows. Rows at test time can go past
+the calibrated maximum, where int8 values saturate; the largest int8 score errors come from there,
+not from rounding. So each range is widened by ``margin`` (a fraction of its width), and
+``clipped_fraction`` reports how much of a data set still falls outside.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from lastedge.runtime import Model
+
+MIN_CALIBRATION_ROWS = 20
+DEFAULT_MARGIN = 0.1
+
+
+def check_calibration(X: Any, model: Model, *, min_rows: int = MIN_CALIBRATION_ROWS) -> np.ndarray:
+    """Validate raw calibration rows: 2-D, real, finite, ``model.n_features`` wide, enough of them."""
+    if X is None:
+        raise ValueError(
+            "int8 static quantization needs calibration rows (a few hundred typical inputs); "
+            "pass calibration=X, or use dynamic=True for ONNX without calibration data"
+        )
+    X = np.asarray(X)
+    if X.dtype.kind not in "biuf":
+        raise TypeError(f"calibration rows must be real numbers, got dtype {X.dtype}")
+    if X.ndim != 2 or X.shape[1] != model.n_features:
+        raise ValueError(
+            f"calibration rows must have shape [n_rows, {model.n_features}], got {X.shape}"
+        )
+    if X.dtype.kind == "f" and not np.all(np.isfinite(X)):
+        raise ValueError("calibration rows contain NaN or infinite values")
+    if X.shape[0] < min_rows:
+        raise ValueError(f"need at least {min_rows} calibration rows, got {X.shape[0]}")
+    return X.astype(np.float32)
+
+
+def activations(model: Model, X: np.ndarray, input_is_raw: bool = False) -> dict[str, np.ndarray]:
+    """The model's three tensors for raw rows ``X``, in float64 from the float32 preprocessed rows:
+    ``input`` (raw rows if ``input_is_raw``, i.e. the file's first MatMul reads raw rows because
+    standardisation is folded into the graph; else preprocessed), ``features`` and ``scores``."""
+    Z = model.preprocess.apply(X).astype(np.float64)
+    features = np.maximum(Z @ model.dictionary.astype(np.float64) - model.alpha, 0)
+    return {"input": np.asarray(X, np.float64) if input_is_raw else Z, "features": features,
+            "scores": features @ model.weights.astype(np.float64)}
+
+
+@dataclass(frozen=True)
+class Ranges:
+    """Real ranges ``(lo, hi)`` of the input, the features and the scores; each contains 0."""
+
+    input: tuple[float, float]
+    features: tuple[float, float]
+    scores: tuple[float, float]
+    rows: int
+    margin: float
+    input_is_raw: bool
+
+    @classmethod
+    def measure(cls, model: Model, X: Any, margin: float = DEFAULT_MARGIN, *,
+                input_is_raw: bool = False) -> "Ranges":
+        """Measure the ranges on raw calibration rows ``X`` and widen each by ``margin``."""
+        if not 0 <= margin <= 10:
+            raise ValueError(f"margin must be in [0, 10], got {margin}")
+        X = check_calibration(X, model)
+        values = activations(model, X, input_is_raw)
+        ranges = {}
+        for name, v in values.items():
+            lo, hi = min(float(v.min()), 0.0), max(float(v.max()), 0.0)
+            if hi - lo == 0:
+                hi = 1.0  # an all-zero tensor still needs a valid scale
+            width = (hi - lo) * margin
+            ranges[name] = (lo - width if lo < 0 else 0.0, hi + width if hi > 0 else 0.0)
+        return cls(**ranges, rows=X.shape[0], margin=margin, input_is_raw=input_is_raw)
+
+    def describe(self) -> dict[str, Any]:
+        """The JSON form stored in file metadata."""
+        return {"input": list(self.input), "features": list(self.features),
+                "scores": list(self.scores), "rows": self.rows, "margin": self.margin,
+                "input_is_raw": self.input_is_raw}
+
+
+def clipped_fraction(model: Model, X: np.ndarray, ranges: dict[str, Any]) -> dict[str, float]:
+    """Fraction of each quantized tensor's values outside its calibrated range (``Ranges.describe()``
+    form), for raw rows ``X``."""
+    fractions = {}
+    for name, v in activations(model, X, ranges["input_is_raw"]).items():
+        lo, hi = ranges[name]
+        fractions[name] = float(np.mean((v < lo) | (v > hi)))
+    return fractions

@@ -1,0 +1,118 @@
+"""``describe(path)``: what an exported ``.onnx`` or ``.tflite`` file holds (ops, tensors, metadata, size)."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from .backends import file_format
+from .metadata import METADATA_KEY, loads
+
+
+def _onnx_tensor(value_info: Any, onnx: Any) -> dict[str, Any]:
+    tensor = value_info.type.tensor_type
+    shape = [d.dim_param or d.dim_value for d in tensor.shape.dim]
+    return {"name": value_info.name, "shape": shape,
+            "dtype": onnx.helper.tensor_dtype_to_np_dtype(tensor.elem_type).name}
+
+
+def _describe_onnx(path: Path) -> dict[str, Any]:
+    import onnx
+    from google.protobuf.message import DecodeError
+
+    try:
+        proto = onnx.load(path)
+    except (DecodeError, ValueError) as err:
+        raise ValueError(f"{path} is not a readable ONNX file ({type(err).__name__})") from None
+    props = {p.key: p.value for p in proto.metadata_props}
+    return {
+        "ops": [node.op_type for node in proto.graph.node],
+        "inputs": [_onnx_tensor(v, onnx) for v in proto.graph.input],
+        "outputs": [_onnx_tensor(v, onnx) for v in proto.graph.output],
+        "opset": {o.domain or "ai.onnx": o.version for o in proto.opset_import},
+        "producer": f"{proto.producer_name} {proto.producer_version}".strip(),
+        "parameters": int(sum(np.prod(t.dims) for t in proto.graph.initializer)),
+        "metadata": loads(props[METADATA_KEY], str(path)) if METADATA_KEY in props else None,
+    }
+
+
+def _tflite_tensor(tensor: Any, tfl: Any) -> dict[str, Any]:
+    names = {v: k for k, v in vars(tfl.TensorType).items() if not k.startswith("_")}
+    shape = tensor.ShapeSignatureAsNumpy() if tensor.ShapeSignatureLength() else tensor.ShapeAsNumpy()
+    info: dict[str, Any] = {"name": tensor.Name().decode(), "shape": [int(d) for d in shape],
+                            "dtype": names.get(tensor.Type(), str(tensor.Type())).lower()}
+    q = tensor.Quantization()
+    if q is not None and q.ScaleLength():
+        info["quantization"] = {"scale": q.ScaleAsNumpy().tolist(),
+                                "zero_point": q.ZeroPointAsNumpy().tolist()}
+    return info
+
+
+def _describe_tflite(path: Path) -> dict[str, Any]:
+    from .schema import check_schema
+
+    tfl = check_schema()
+    data = path.read_bytes()
+    if len(data) < 8 or data[4:8] != b"TFL3":
+        raise ValueError(f"{path} is not a TFLite file (no TFL3 identifier)")
+    model = tfl.Model.GetRootAs(data, 0)
+    op_names = {v: k for k, v in vars(tfl.BuiltinOperator).items() if not k.startswith("_")}
+    codes = [model.OperatorCodes(i) for i in range(model.OperatorCodesLength())]
+    graph = model.Subgraphs(0)
+    ops = []
+    for i in range(graph.OperatorsLength()):
+        code = codes[graph.Operators(i).OpcodeIndex()]
+        number = max(code.BuiltinCode(), code.DeprecatedBuiltinCode())
+        ops.append(op_names.get(number, f"BUILTIN_{number}"))
+    metadata = None
+    for i in range(model.MetadataLength()):
+        entry = model.Metadata(i)
+        if entry.Name() and entry.Name().decode() == METADATA_KEY:
+            raw = model.Buffers(entry.Buffer()).DataAsNumpy().tobytes()
+            metadata = loads(raw, str(path))
+    return {
+        "ops": ops,
+        "inputs": [_tflite_tensor(graph.Tensors(graph.Inputs(i)), tfl)
+                   for i in range(graph.InputsLength())],
+        "outputs": [_tflite_tensor(graph.Tensors(graph.Outputs(i)), tfl)
+                    for i in range(graph.OutputsLength())],
+        "signatures": [model.SignatureDefs(i).SignatureKey().decode()
+                       for i in range(model.SignatureDefsLength())],
+        "description": (model.Description() or b"").decode(),
+        "metadata": metadata,
+    }
+
+
+def describe(path: str | os.PathLike) -> dict[str, Any]:
+    """Ops in order, input/output names, shapes (-1 or a name for the batch) and dtypes, the
+    ``lastedge`` metadata (``None`` for files lastedge did not write) and the file size."""
+    path = Path(path)
+    fmt = file_format(path)
+    if not path.is_file():
+        raise FileNotFoundError(f"no such file: {path}")
+    info = _describe_onnx(path) if fmt == "onnx" else _describe_tflite(path)
+    return {"path": str(path), "format": fmt, "size_bytes": path.stat().st_size, **info}
+
+
+def summary_lines(info: dict[str, Any]) -> list[str]:
+    """Human-readable lines for a ``describe`` result: file, size, ops, tensors, metadata."""
+    metadata = info["metadata"] or {}
+    lines = [f"{info['path']}: {info['format']}, {info['size_bytes'] / 1024:.1f} KiB, "
+             f"{metadata.get('precision', 'unknown precision')}",
+             "ops: " + " -> ".join(info["ops"])]
+    for role in ("inputs", "outputs"):
+        for t in info[role]:
+            quant = t.get("quantization")
+            extra = f" scale {quant['scale'][0]:.4g} zero point {quant['zero_point'][0]}" if quant else ""
+            lines.append(f"{role[:-1]} {t['name']}: {t['dtype']} {t['shape']}{extra}")
+    if metadata:
+        where = "in the graph" if metadata["preprocess_in_graph"] else "to apply before the file"
+        lines.append(f"classes {metadata['classes']}, alpha {metadata['alpha']:g}, "
+                     f"preprocess {metadata['preprocess']['kind']} ({where}), "
+                     f"lastedge {metadata['lastedge_version']}")
+    else:
+        lines.append("no lastedge metadata")
+    return lines

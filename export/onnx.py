@@ -1,0 +1,183 @@
+"""Write a ``Model`` as an ONNX graph: ``MatMul -> Sub -> Relu -> MatMul`` (fp32) or int8 QDQ.
+
+The graph takes ``input`` [batch, n_features] float32 and returns ``scores`` [batch, n_outputs].
+All one-vs-all heads share one dictionary MatMul and one block-structured weight MatMul. Opset and
+IR version are pinned (``OPSET``, ``IR_VERSION``) so that older device runtimes can load the file.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from lastedge.runtime import Model, write_atomically
+
+from .calibration import DEFAULT_MARGIN, Ranges
+from .metadata import METADATA_KEY, build_metadata, check_model, check_output_path, dumps
+
+OPSET = 17
+IR_VERSION = 8
+INPUT, OUTPUT = "input", "scores"
+PRODUCER = "lastedge"
+
+# Smallest normal float32: clamps a zero squared norm so that an all-zero row stays zero.
+_TINY = float(np.finfo(np.float32).tiny)
+
+
+def _onnx():
+    try:
+        import onnx
+    except ImportError:
+        raise ImportError("ONNX export needs the onnx package: pip install 'lastedge[export]'") from None
+    return onnx
+
+
+def _core_parameters(model: Model, fold_standardize: bool) -> tuple[np.ndarray, np.ndarray]:
+    """Dictionary and per-atom threshold; standardisation ``(x - m) / s`` folded in when asked."""
+    D = model.dictionary.astype(np.float64)
+    threshold = np.full(model.n_atoms, model.alpha)
+    if fold_standardize:
+        mean = model.preprocess.mean.astype(np.float64)
+        scale = model.preprocess.scale.astype(np.float64)
+        threshold = threshold + (mean / scale) @ D
+        D = D / scale[:, None]
+    return D.astype(np.float32), threshold.astype(np.float32)
+
+
+def _normalise_nodes(helper: Any, kind: str) -> tuple[list, str]:
+    """Per-sample (centering and) l2 normalisation as ops; a zero-norm row stays zero."""
+    nodes, source = [], INPUT
+    if kind == "center-l2":
+        nodes += [helper.make_node("ReduceMean", [INPUT], ["row_mean"], axes=[1], keepdims=1),
+                  helper.make_node("Sub", [INPUT, "row_mean"], ["centered"])]
+        source = "centered"
+    nodes += [
+        helper.make_node("ReduceSumSquare", [source], ["squared_norm"], axes=[1], keepdims=1),
+        helper.make_node("Max", ["squared_norm", "tiny"], ["clamped_squared_norm"]),
+        helper.make_node("Sqrt", ["clamped_squared_norm"], ["norm"]),
+        helper.make_node("Div", [source, "norm"], ["normalized"]),
+    ]
+    return nodes, "normalized"
+
+
+def build_graph(model: Model, *, form: str = "matmul", with_preprocessing: bool = False) -> Any:
+    """The float ONNX model (no metadata yet).
+
+    ``form="matmul"``: ``MatMul -> Sub -> Relu -> MatMul``, the fp32 file. ``form="gemm"``:
+    ``Gemm(C=-threshold) -> Relu -> Gemm``, the graph handed to static quantization, whose bias form
+    lets onnxruntime fuse the whole chain into integer ops. ``with_preprocessing`` puts the model's
+    preprocessing in the graph (standardisation folds into the dictionary and threshold exactly; l2
+    normalisation is added as ops), so the file takes raw features.
+    """
+    onnx = _onnx()
+    helper, numpy_helper = onnx.helper, onnx.numpy_helper
+    if form not in ("matmul", "gemm"):
+        raise ValueError(f"form must be 'matmul' or 'gemm', got {form!r}")
+    kind = model.preprocess.kind
+    D, threshold = _core_parameters(model, with_preprocessing and kind == "standardize")
+    nodes, source, constants = [], INPUT, {"dictionary": D, "weights": model.weights}
+    if with_preprocessing and kind in ("l2", "center-l2"):
+        nodes, source = _normalise_nodes(helper, kind)
+        constants["tiny"] = np.array([_TINY], dtype=np.float32)
+    if form == "matmul":
+        constants["threshold"] = threshold
+        nodes += [helper.make_node("MatMul", [source, "dictionary"], ["projection"]),
+                  helper.make_node("Sub", ["projection", "threshold"], ["pre_activation"])]
+    else:
+        constants["negative_threshold"] = -threshold
+        constants["output_bias"] = np.zeros(model.n_outputs, dtype=np.float32)
+        nodes.append(helper.make_node("Gemm", [source, "dictionary", "negative_threshold"],
+                                      ["pre_activation"]))
+    nodes.append(helper.make_node("Relu", ["pre_activation"], ["features"]))
+    if form == "matmul":
+        nodes.append(helper.make_node("MatMul", ["features", "weights"], [OUTPUT]))
+    else:
+        nodes.append(helper.make_node("Gemm", ["features", "weights", "output_bias"], [OUTPUT]))
+    graph = helper.make_graph(
+        nodes, "lastedge",
+        [helper.make_tensor_value_info(INPUT, onnx.TensorProto.FLOAT, ["batch", model.n_features])],
+        [helper.make_tensor_value_info(OUTPUT, onnx.TensorProto.FLOAT, ["batch", model.n_outputs])],
+        initializer=[numpy_helper.from_array(np.ascontiguousarray(v, dtype=np.float32), name)
+                     for name, v in constants.items()],
+    )
+    proto = helper.make_model(graph, opset_imports=[helper.make_opsetid("", OPSET)],
+                              ir_version=IR_VERSION)
+    return proto
+
+
+def _finish(proto: Any, metadata: dict[str, Any], model: Model) -> Any:
+    """Set producer, doc string and the ``lastedge`` metadata, then check the model strictly."""
+    onnx = _onnx()
+    from lastedge import __version__
+
+    proto.producer_name, proto.producer_version = PRODUCER, __version__
+    proto.doc_string = (
+        f"lastedge soft-threshold classifier: {model.n_features} features, {model.n_atoms} atoms, "
+        f"{model.n_outputs} output(s), {metadata['precision']}"
+    )
+    del proto.metadata_props[:]
+    onnx.helper.set_model_props(proto, {METADATA_KEY: dumps(metadata)})
+    onnx.checker.check_model(proto, full_check=True)
+    onnx.shape_inference.infer_shapes(proto, check_type=True, strict_mode=True, data_prop=True)
+    return proto
+
+
+def to_onnx(
+    model: Model,
+    path: str | os.PathLike,
+    *,
+    int8: bool = False,
+    calibration: Any = None,
+    dynamic: bool = False,
+    per_channel: bool = True,
+    with_preprocessing: bool = False,
+    margin: float = DEFAULT_MARGIN,
+) -> Path:
+    """Export ``model`` to an ONNX file at ``path`` (written atomically) and return the path.
+
+    Parameters
+    ----------
+    model : Model (or a fitted estimator with ``to_model()``)
+    path : destination ending in ``.onnx``
+    int8 : quantize. Static QDQ (int8 weights and activations) calibrated on ``calibration`` rows
+        unless ``dynamic``, which quantizes the weights only and needs no calibration data.
+    calibration : array [n_rows, n_features] of raw inputs (before preprocessing), >= 20 rows.
+    per_channel : per-channel int8 weights (static int8 only).
+    with_preprocessing : put the preprocessing in the graph so the file takes raw features.
+    margin : widen each calibrated range by this fraction of its width (see ``calibration``).
+    """
+    model = check_model(model)
+    path = check_output_path(path, ".onnx")
+    in_graph = with_preprocessing and model.preprocess.kind != "none"
+    quantization = None
+    if not int8:
+        if calibration is not None or dynamic:
+            raise ValueError("calibration and dynamic apply to int8 export only (int8=True)")
+        proto = build_graph(model, with_preprocessing=with_preprocessing)
+    elif dynamic:
+        if calibration is not None:
+            raise ValueError("dynamic int8 quantization takes no calibration rows; drop one of them")
+        from .onnx_int8 import quantize_dynamic
+
+        proto = quantize_dynamic(build_graph(model, with_preprocessing=with_preprocessing))
+        quantization = {"mode": "dynamic"}
+    else:
+        from .onnx_int8 import quantize_static
+
+        ranges = Ranges.measure(model, calibration, margin, input_is_raw=(
+            in_graph and model.preprocess.kind == "standardize"))
+        rows = np.asarray(calibration, dtype=np.float32)
+        proto = quantize_static(
+            build_graph(model, form="gemm", with_preprocessing=with_preprocessing),
+            rows if in_graph else model.preprocess.apply(rows),
+            ranges, per_channel=per_channel,
+        )
+        quantization = {"mode": "static", "per_channel": per_channel, **ranges.describe()}
+    metadata = build_metadata(model, precision="int8" if int8 else "fp32",
+                              preprocess_in_graph=in_graph, quantization=quantization)
+    proto = _finish(proto, metadata, model)
+    write_atomically(path, lambda f: f.write(proto.SerializeToString()))
+    return path

@@ -1,0 +1,101 @@
+"""int8 ONNX files through ``onnxruntime.quantization``: static QDQ on the Gemm graph, or dynamic.
+
+Static: the Gemm form (bias ``C = -threshold``) lets onnxruntime fuse ``DQ -> Gemm -> Relu -> Q``
+into ``QGemm`` kernels, so the whole chain runs in integer arithmetic. The ranges come from
+``calibration.Ranges`` (the same ones the TFLite writer uses), passed as tensor overrides.
+"""
+
+from __future__ import annotations
+
+import logging
+import tempfile
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any, Iterator
+
+import numpy as np
+
+from .calibration import Ranges
+
+_BATCH = 64
+
+
+def _quantization():
+    try:
+        from onnxruntime import quantization
+    except ImportError:
+        raise ImportError(
+            "int8 ONNX export needs onnxruntime: pip install 'lastedge[export]'"
+        ) from None
+    return quantization
+
+
+@contextmanager
+def _quiet_workdir() -> Iterator[Path]:
+    """A temp folder for the quantizer's files, with its advisory log messages silenced."""
+    root = logging.getLogger()
+    level = root.level
+    root.setLevel(logging.ERROR)
+    try:
+        with tempfile.TemporaryDirectory(prefix="lastedge-quant-") as folder:
+            yield Path(folder)
+    finally:
+        root.setLevel(level)
+
+
+def _rows_reader(quantization: Any, input_name: str, rows: np.ndarray) -> Any:
+    class Reader(quantization.CalibrationDataReader):
+        def __init__(self) -> None:
+            self._batches = iter(range(0, len(rows), _BATCH))
+
+        def get_next(self) -> dict[str, np.ndarray] | None:
+            start = next(self._batches, None)
+            return None if start is None else {input_name: rows[start:start + _BATCH]}
+
+    return Reader()
+
+
+def quantize_static(proto: Any, rows: np.ndarray, ranges: Ranges, *, per_channel: bool) -> Any:
+    """QDQ int8 (weights and activations) of the Gemm graph from ``onnx.build_graph(form="gemm")``.
+
+    ``rows`` are what the graph's input receives (preprocessed unless preprocessing is in the graph).
+    """
+    import onnx
+
+    quantization = _quantization()
+    gemms = [node for node in proto.graph.node if node.op_type == "Gemm"]
+    overrides = {
+        gemms[0].input[0]: ranges.input,
+        "pre_activation": ranges.features,
+        "features": ranges.features,
+        gemms[1].output[0]: ranges.scores,
+    }
+    with _quiet_workdir() as folder:
+        source, target = folder / "float.onnx", folder / "int8.onnx"
+        onnx.save(proto, source)
+        quantization.quantize_static(
+            source, target, _rows_reader(quantization, proto.graph.input[0].name, rows),
+            quant_format=quantization.QuantFormat.QDQ,
+            op_types_to_quantize=["Gemm", "Relu"],
+            per_channel=per_channel,
+            activation_type=quantization.QuantType.QInt8,
+            weight_type=quantization.QuantType.QInt8,
+            extra_options={"TensorQuantOverrides": {
+                name: [{"rmin": np.float32(lo), "rmax": np.float32(hi)}]
+                for name, (lo, hi) in overrides.items()
+            }},
+        )
+        return onnx.load(target)
+
+
+def quantize_dynamic(proto: Any) -> Any:
+    """int8 weights, activations quantized on the fly (for users without calibration data)."""
+    import onnx
+
+    quantization = _quantization()
+    with _quiet_workdir() as folder:
+        source, target = folder / "float.onnx", folder / "int8.onnx"
+        onnx.save(proto, source)
+        quantization.quantize_dynamic(source, target, op_types_to_quantize=["MatMul"],
+                                      weight_type=quantization.QuantType.QInt8)
+        return onnx.load(target)

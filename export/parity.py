@@ -1,0 +1,208 @@
+"""``assert_parity``: the exporter's proof that a file computes what the Python model computes.
+
+The file runs in its real interpreter(s) (``backends``) on the same rows as ``Model``. A score
+counts as matching when it is within tolerance of the Python model evaluated either as
+``Model.decision_function`` does (float32) or exactly (float64, same float32 parameters and
+preprocessed rows). Both are valid evaluations of one model: at MNIST size the float32 Python model
+itself is ~1e-4 from the exact scores where large terms cancel, and an interpreter may round like
+either one, so comparing with only one of them would test the BLAS libraries, not the export.
+- fp32: the given rows plus probes (a zero row, rows exactly on an atom's threshold, large values);
+  every score within ``rtol * (1 + |score|)``, identical predictions wherever the Python model's
+  decision is not itself a tie within that tolerance.
+- int8: the given (held-out) rows; predictions agree with the Python model on at least
+  ``min_agreement`` of them and, with labels ``y``, accuracy drops by at most ``max_accuracy_drop``.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any, Sequence
+
+import numpy as np
+
+from lastedge.runtime import Model, check_input
+
+from . import backends as _backends
+from .calibration import activations, clipped_fraction
+from .describe import describe
+from .metadata import check_model
+
+MIN_ROWS = 100
+
+
+class ParityError(AssertionError):
+    """An exported file disagrees with its Python model beyond the stated bounds."""
+
+
+def _on_unit_sphere(model: Model, d: np.ndarray, rng: np.random.Generator) -> np.ndarray | None:
+    """A unit-norm (and zero-mean for center-l2) row z with ``z @ d == alpha``; such a row is its
+    own preprocessed form. ``None`` when the atom cannot reach the threshold."""
+    centre = (lambda v: v - v.mean()) if model.preprocess.kind == "center-l2" else (lambda v: v)
+    direction = centre(d)
+    norm = np.linalg.norm(direction)
+    if norm <= model.alpha:
+        return None
+    u = centre(rng.standard_normal(d.shape[0]))
+    u -= (u @ direction) / norm**2 * direction
+    if np.linalg.norm(u) < 1e-6:
+        return None
+    a = model.alpha / norm
+    return a * direction / norm + np.sqrt(1 - a * a) * u / np.linalg.norm(u)
+
+
+def threshold_rows(model: Model, count: int = 16, seed: int = 0) -> np.ndarray:
+    """Raw rows whose preprocessed form lands exactly (to rounding) on an atom's threshold."""
+    rng = np.random.default_rng(seed)
+    kind, rows = model.preprocess.kind, []
+    for j in rng.permutation(model.n_atoms)[:count]:
+        d = model.dictionary[:, j].astype(np.float64)
+        if kind in ("l2", "center-l2"):
+            z = _on_unit_sphere(model, d, rng)
+        else:
+            z = model.alpha * d / (d @ d) if d @ d > 0 else None
+        if z is None:
+            continue
+        if kind == "standardize":
+            z = z * model.preprocess.scale + model.preprocess.mean
+        rows.append(z)
+    return np.asarray(rows, dtype=np.float32).reshape(-1, model.n_features)
+
+
+def probe_rows(model: Model, X: np.ndarray) -> np.ndarray:
+    """Zeros, threshold rows, and large values (a thousand times some real rows)."""
+    return np.concatenate([
+        np.zeros((1, model.n_features), np.float32),
+        threshold_rows(model),
+        1e3 * X[:8].astype(np.float32),
+    ])
+
+
+def _decisions(model: Model, scores: np.ndarray, tol: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Predicted labels and whether each decision is clear of a tie by more than ``tol``."""
+    if model.n_outputs == 1:
+        return model.labels_from_scores(scores[:, 0]), np.abs(scores[:, 0]) > tol[:, 0]
+    top2 = np.sort(scores, axis=1)[:, -2:]
+    return model.labels_from_scores(scores), (top2[:, 1] - top2[:, 0]) > 2 * tol.max(axis=1)
+
+
+def _compare(model: Model, info: dict[str, Any], backend: str, X: np.ndarray, y: Any,
+             rtol: float) -> dict[str, Any]:
+    fp32 = info["metadata"]["precision"] == "fp32"
+    rows = np.concatenate([X, probe_rows(model, X)]) if fp32 else X
+    fed = rows if info["metadata"]["preprocess_in_graph"] else model.preprocess.apply(rows)
+    got = _backends.run(backend, info["path"], fed)
+    expected = activations(model, rows)["scores"]
+    if got.shape != expected.shape:
+        raise ParityError(f"{info['path']} on {backend}: scores have shape {got.shape}, "
+                          f"expected {expected.shape}")
+    float32 = model.decision_function(rows).reshape(expected.shape)
+    error = np.minimum(np.abs(got - expected), np.abs(got - float32.astype(np.float64)))
+    tol = rtol * (1 + np.abs(expected))
+    labels, clear = _decisions(model, expected, tol)
+    agree = model.labels_from_scores(got[:, 0] if model.n_outputs == 1 else got) == labels
+    n = len(X)
+    figures = {
+        "backend": backend, "rows": n, "probe_rows": len(rows) - n,
+        "max_score_error": float(error.max()), "mean_score_error": float(error[:n].mean()),
+        "agreement": float(agree[:n].mean()),
+        "within_tolerance": bool(np.all(error <= tol)),
+        "clear_decisions_identical": bool(np.all(agree[clear])),
+    }
+    if y is not None:
+        figures["accuracy"] = float(np.mean(model.labels_from_scores(
+            got[:n, 0] if model.n_outputs == 1 else got[:n]) == y))
+        figures["reference_accuracy"] = float(np.mean(labels[:n] == y))
+        figures["accuracy_drop"] = figures["reference_accuracy"] - figures["accuracy"]
+    return figures
+
+
+def _failures(figures: dict[str, Any], precision: str, min_agreement: float,
+              max_accuracy_drop: float, rtol: float) -> list[str]:
+    if precision == "fp32":
+        problems = []
+        if not figures["within_tolerance"]:
+            problems.append(f"max score error {figures['max_score_error']:.3g} exceeds "
+                            f"{rtol:g} * (1 + |score|)")
+        if not figures["clear_decisions_identical"]:
+            problems.append("predictions differ from the Python model")
+        return problems
+    problems = []
+    if figures["agreement"] < min_agreement:
+        problems.append(f"predictions agree on {figures['agreement']:.2%} of rows, "
+                        f"need >= {min_agreement:.0%}")
+    if figures.get("accuracy_drop", 0.0) > max_accuracy_drop:
+        problems.append(f"accuracy drops by {100 * figures['accuracy_drop']:.2f} points, "
+                        f"allowed {100 * max_accuracy_drop:.2f}")
+    return problems
+
+
+def measure_parity(
+    model: Model,
+    path: str | os.PathLike,
+    X: Any,
+    y: Any = None,
+    *,
+    rtol: float = 1e-4,
+    min_agreement: float = 0.99,
+    max_accuracy_drop: float = 0.005,
+    backends: Sequence[str] | None = None,
+    min_rows: int = MIN_ROWS,
+) -> dict[str, Any]:
+    """Run the exported file at ``path`` in its interpreter(s) and compare it with ``model``.
+
+    Like ``assert_parity`` but never raises for out-of-bound figures: they are listed in the
+    result's ``problems`` (empty when the file is within every bound).
+
+    Parameters
+    ----------
+    model : the Model the file was exported from.
+    X : raw rows [n, n_features] (held out from calibration), at least ``min_rows``.
+    y : optional labels for the accuracy-drop check (int8) and the reported accuracy.
+    backends : interpreters to use; default every importable one for the file's format.
+
+    Returns the figures (``max_score_error``, ``mean_score_error``, ``agreement``, accuracies,
+    ``clipped`` fractions for calibrated int8) of the worst backend, ``problems`` and
+    ``per_backend``.
+    """
+    model = check_model(model)
+    X = check_input(X, model.n_features).astype(np.float32)
+    if len(X) < min_rows:
+        raise ValueError(f"parity needs at least {min_rows} real rows, got {len(X)}")
+    if y is not None and len(np.asarray(y)) != len(X):
+        raise ValueError(f"y has {len(np.asarray(y))} labels for {len(X)} rows")
+    info = describe(path)
+    metadata = info["metadata"]
+    if metadata is None:
+        raise ValueError(f"{path} has no lastedge metadata; was it written by lastedge.export?")
+    if metadata["n_features"] != model.n_features or metadata["n_outputs"] != model.n_outputs:
+        raise ParityError(f"{path} does not match the model's shape")
+    names = list(backends) if backends is not None else _backends.available(info["format"])
+    if not names:
+        raise ImportError(f"no interpreter for {info['format']} files is installed: "
+                          f"pip install 'lastedge[{info['format']}]'")
+    per_backend = {name: _compare(model, info, name, X, y, rtol) for name in names}
+    problems = [f"{path} on {name}: " + "; ".join(found) for name, figures in per_backend.items()
+                if (found := _failures(figures, metadata["precision"], min_agreement,
+                                       max_accuracy_drop, rtol))]
+    worst = max(per_backend.values(), key=lambda f: f["max_score_error"])
+    result = {"path": str(path), "format": info["format"], "precision": metadata["precision"],
+              "size_bytes": info["size_bytes"], "backends": names, **worst,
+              "problems": problems, "per_backend": per_backend}
+    quantization = metadata.get("quantization") or {}
+    if quantization.get("mode") == "static":
+        result["clipped"] = clipped_fraction(model, X, quantization)
+    return result
+
+
+def assert_parity(model: Model, path: str | os.PathLike, X: Any, y: Any = None,
+                  **bounds: Any) -> dict[str, Any]:
+    """Run the exported file at ``path`` in its interpreter(s) and prove it matches ``model``.
+
+    Takes ``measure_parity``'s arguments (``rtol``, ``min_agreement``, ``max_accuracy_drop``,
+    ``backends``, ``min_rows``) and returns its figures; raises ``ParityError`` (an
+    ``AssertionError``) naming the backend and every figure out of bounds.
+    """
+    figures = measure_parity(model, path, X, y, **bounds)
+    if figures["problems"]:
+        raise ParityError(" | ".join(figures["problems"]))
+    return figures

@@ -1,0 +1,41 @@
+"""Integer quantization arithmetic for full-int8 files: affine activations, symmetric weights, int32 biases.
+
+Conventions follow TFLite's int8 spec: activations ``real = scale * (q - zero_point)`` with q in
+[-128, 127]; weights symmetric (zero point 0, q in [-127, 127]) per tensor or per output channel;
+biases int32 with scale ``input_scale * weight_scale`` and zero point 0.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+QMIN, QMAX = -128, 127
+
+
+def affine_params(lo: float, hi: float) -> tuple[float, int]:
+    """Scale and zero point mapping the real range ``[lo, hi]`` (which must contain 0) onto int8."""
+    if not lo <= 0 <= hi or hi - lo <= 0:
+        raise ValueError(f"a quantization range must contain 0 and be non-empty, got [{lo}, {hi}]")
+    scale = float(np.float32((hi - lo) / (QMAX - QMIN)))  # as stored in the file
+    zero_point = int(np.clip(round(QMIN - lo / scale), QMIN, QMAX))
+    return scale, zero_point
+
+
+def symmetric_weights(W: np.ndarray, *, per_channel: bool) -> tuple[np.ndarray, np.ndarray]:
+    """Quantize ``W`` [out, in] to int8 symmetrically; scales are [out] per channel, else [1]."""
+    W = np.asarray(W, dtype=np.float64)
+    peak = np.abs(W).max(axis=1) if per_channel else np.array([np.abs(W).max()])
+    scales = np.where(peak > 0, peak / 127.0, 1.0).astype(np.float32)  # as stored in the file
+    q = np.round(W / (scales[:, None] if per_channel else scales[0]))
+    return np.clip(q, -127, 127).astype(np.int8), scales
+
+
+def int32_bias(bias: np.ndarray, input_scale: float,
+               weight_scales: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Quantize a float bias to int32 with scale ``input_scale * weight_scale`` (per channel or one)."""
+    scales = (np.float64(input_scale) * weight_scales.astype(np.float64))
+    q = np.round(np.asarray(bias, dtype=np.float64) / scales)
+    limit = np.iinfo(np.int32).max
+    if np.any(np.abs(q) > limit):
+        raise ValueError("a bias does not fit in int32 at this quantization scale")
+    return q.astype(np.int32), scales.astype(np.float32)

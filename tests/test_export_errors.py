@@ -1,0 +1,127 @@
+"""Export refuses bad input clearly, writes atomically, and its parity helper fails loudly."""
+
+import json
+
+import numpy as np
+import pytest
+
+pytest.importorskip("onnx")
+pytest.importorskip("onnxruntime")
+
+from conftest_export import digits_case, random_model  # noqa: E402
+
+from lastedge.cli import main  # noqa: E402
+from lastedge.export import ParityError, assert_parity, to_onnx, to_tflite  # noqa: E402
+from lastedge.export.parity import threshold_rows  # noqa: E402
+from lastedge.export.variants import exporter  # noqa: E402
+
+EXPORTERS = [to_onnx, to_tflite]
+SUFFIX = {to_onnx: ".onnx", to_tflite: ".tflite"}
+
+
+class Unfitted:
+    def to_model(self):
+        raise AttributeError("LASTClassifier has no attribute 'dictionary_'")
+
+
+@pytest.mark.parametrize("export", EXPORTERS)
+def test_unfitted_or_foreign_or_inconsistent_models_are_refused(tmp_path, export):
+    path = tmp_path / f"m{SUFFIX[export]}"
+    with pytest.raises(ValueError, match="not fitted"):
+        export(Unfitted(), path)
+    with pytest.raises(TypeError, match="expected a lastedge.runtime.Model"):
+        export({"dictionary": np.eye(3)}, path)
+    model, _ = random_model()
+    model.weights = model.weights[:-1]  # changed after construction
+    with pytest.raises(ValueError, match="weights have 29 rows"):
+        export(model, path)
+    assert not path.exists()
+
+
+@pytest.mark.parametrize("export", EXPORTERS)
+@pytest.mark.parametrize("calibration, error, match", [
+    (None, ValueError, "needs calibration rows"),
+    (np.zeros((50, 19)), ValueError, r"shape \[n_rows, 20\]"),
+    (np.full((50, 20), np.nan), ValueError, "NaN"),
+    (np.zeros((5, 20)), ValueError, "at least 20 calibration rows, got 5"),
+    (np.full((50, 20), "a"), TypeError, "real numbers"),
+])
+def test_bad_calibration_rows(tmp_path, export, calibration, error, match):
+    model, _ = random_model()
+    with pytest.raises(error, match=match):
+        export(model, tmp_path / f"m{SUFFIX[export]}", int8=True, calibration=calibration)
+
+
+@pytest.mark.parametrize("export", EXPORTERS)
+def test_bad_paths_and_formats(tmp_path, export):
+    model, _ = random_model()
+    with pytest.raises(ValueError, match="does not exist"):
+        export(model, tmp_path / "missing" / f"m{SUFFIX[export]}")
+    with pytest.raises(ValueError, match="must end in"):
+        export(model, tmp_path / "m.bin")
+    with pytest.raises(ValueError, match="unknown format 'pb'"):
+        exporter("pb")
+
+
+@pytest.mark.parametrize("export", EXPORTERS)
+def test_a_failed_export_leaves_the_old_file_and_no_temp_file(tmp_path, export):
+    model, X = random_model()
+    path = export(model, tmp_path / f"m{SUFFIX[export]}")
+    before = path.read_bytes()
+    with pytest.raises(ValueError):
+        export(model, path, int8=True, calibration=np.full((50, 20), np.inf))
+    assert path.read_bytes() == before
+    assert sorted(p.name for p in tmp_path.iterdir()) == [path.name]
+
+
+def test_parity_fails_loudly_for_a_file_of_another_model(tmp_path):
+    model, X = random_model(seed=0)
+    other, _ = random_model(seed=1)
+    path = to_onnx(other, tmp_path / "m.onnx")
+    with pytest.raises(ParityError, match="max score error"):
+        assert_parity(model, path, X)
+    with pytest.raises(ValueError, match="at least 100 real rows"):
+        assert_parity(other, path, X[:3])
+
+
+@pytest.mark.parametrize("kind", ["none", "l2", "center-l2", "standardize"])
+def test_threshold_probes_land_on_an_atom_threshold(kind):
+    model, _ = random_model(kind=kind)
+    rows = threshold_rows(model)
+    assert len(rows) >= 8
+    gaps = np.abs(model.preprocess.apply(rows) @ model.dictionary - model.alpha).min(axis=1)
+    assert gaps.max() < 1e-5
+
+
+def test_cli_export_prints_size_ops_and_parity(tmp_path, capsys):
+    model = digits_case()[0]
+    model.save(tmp_path / "m.npz")
+    out = tmp_path / "m.tflite"
+    assert main(["export", str(tmp_path / "m.npz"), "--format", "tflite", "--int8",
+                 "--calibration", "digits", "--out", str(out)]) == 0
+    text = capsys.readouterr().out
+    assert "KiB" in text and "FULLY_CONNECTED -> FULLY_CONNECTED" in text and "agreement" in text
+    assert main(["export", str(tmp_path / "m.npz"), "--format", "onnx", "--int8", "--calibration",
+                 "digits", "--out", str(tmp_path / "m.onnx"), "--json"]) == 0
+    result = json.loads(capsys.readouterr().out)
+    assert result["parity"]["agreement"] >= 0.99 and result["file"]["metadata"]["precision"] == "int8"
+
+
+@pytest.mark.parametrize("extra, message", [
+    (["--format", "tflite", "--int8"], "needs --calibration"),
+    (["--format", "onnx", "--int8", "--calibration", "nope.npz"], "no such data file"),
+    (["--format", "tflite", "--with-preprocessing"], "onnx only"),
+])
+def test_cli_errors_are_one_line(tmp_path, capsys, extra, message):
+    model, _ = random_model()
+    model.save(tmp_path / "m.npz")
+    suffix = ".tflite" if "tflite" in extra else ".onnx"
+    assert main(["export", str(tmp_path / "m.npz"), *extra, "--out", str(tmp_path / f"o{suffix}")]) == 1
+    err = capsys.readouterr().err.strip()
+    assert message in err and "\n" not in err
+
+
+def test_cli_rejects_an_unknown_format(tmp_path):
+    with pytest.raises(SystemExit) as exc:
+        main(["export", "m.npz", "--format", "pb", "--out", str(tmp_path / "m.pb")])
+    assert exc.value.code == 2

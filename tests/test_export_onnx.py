@@ -1,0 +1,117 @@
+"""ONNX export: the fp32 graph's exact form and metadata, int8 in integer arithmetic, parity."""
+
+import json
+
+import numpy as np
+import pytest
+
+onnx = pytest.importorskip("onnx")
+pytest.importorskip("onnxruntime")
+
+from conftest_export import binary_digits_case, digits_case, random_model  # noqa: E402
+
+from lastedge.export import assert_parity, describe, to_onnx  # noqa: E402
+from lastedge.export.backends import onnxruntime_ops, run  # noqa: E402
+from lastedge.export.onnx import OPSET  # noqa: E402
+
+
+def test_fp32_graph_is_exactly_four_nodes_with_a_dynamic_batch(tmp_path):
+    model, X = random_model()
+    path = to_onnx(model, tmp_path / "m.onnx")
+    proto = onnx.load(path)
+    assert [n.op_type for n in proto.graph.node] == ["MatMul", "Sub", "Relu", "MatMul"]
+    assert [(o.domain, o.version) for o in proto.opset_import] == [("", OPSET)]
+    onnx.checker.check_model(proto, full_check=True)
+    onnx.shape_inference.infer_shapes(proto, check_type=True, strict_mode=True)
+    (inp,), (out,) = proto.graph.input, proto.graph.output
+    assert [d.dim_param or d.dim_value for d in inp.type.tensor_type.shape.dim] == ["batch", 20]
+    assert [d.dim_param or d.dim_value for d in out.type.tensor_type.shape.dim] == ["batch", 3]
+    for batch in (1, 257):
+        assert run("onnxruntime", path, X[:batch]).shape == (batch, 3)
+
+
+def test_metadata_records_the_contract(tmp_path):
+    model, X = random_model(kind="standardize")
+    proto = onnx.load(to_onnx(model, tmp_path / "m.onnx"))
+    assert proto.producer_name == "lastedge" and "20 features" in proto.doc_string
+    meta = json.loads({p.key: p.value for p in proto.metadata_props}["lastedge"])
+    assert meta["classes"] == [0, 1, 2] and meta["alpha"] == 1.0 and meta["n_outputs"] == 3
+    assert meta["preprocess"]["kind"] == "standardize"
+    np.testing.assert_allclose(meta["preprocess"]["mean"], model.preprocess.mean)
+    np.testing.assert_allclose(meta["preprocess"]["scale"], model.preprocess.scale)
+    assert meta["preprocess_in_graph"] is False and meta["precision"] == "fp32"
+    assert meta["format_version"] == 1 and meta["lastedge_version"]
+
+
+@pytest.mark.parametrize("kind", ["none", "l2", "center-l2", "standardize"])
+@pytest.mark.parametrize("with_preprocessing", [False, True])
+def test_fp32_parity_for_every_preprocessing(tmp_path, kind, with_preprocessing):
+    model, X = random_model(kind=kind, seed=1)
+    path = to_onnx(model, tmp_path / "m.onnx", with_preprocessing=with_preprocessing)
+    figures = assert_parity(model, path, X)
+    assert figures["probe_rows"] > 10 and figures["rows"] == 300
+    assert describe(path)["metadata"]["preprocess_in_graph"] is (with_preprocessing and kind != "none")
+    if kind == "standardize" or not with_preprocessing:  # standardisation folds into the 4 nodes
+        assert describe(path)["ops"] == ["MatMul", "Sub", "Relu", "MatMul"]
+
+
+def test_in_graph_normalisation_keeps_zero_and_constant_rows_at_zero(tmp_path):
+    model, X = random_model(kind="center-l2")
+    path = to_onnx(model, tmp_path / "m.onnx", with_preprocessing=True)
+    rows = np.stack([np.zeros(20), np.full(20, 255.0), np.full(20, -3.0)]).astype(np.float32)
+    np.testing.assert_array_equal(run("onnxruntime", path, rows), 0)
+    np.testing.assert_array_equal(model.decision_function(rows), 0)
+
+
+def test_binary_model_has_one_output_column(tmp_path):
+    model, X_train, X_test, y_test = binary_digits_case()
+    path = to_onnx(model, tmp_path / "b.onnx")
+    assert describe(path)["outputs"][0]["shape"] == ["batch", 1]
+    figures = assert_parity(model, path, X_test, y_test)
+    assert figures["accuracy"] > 0.9
+
+
+@pytest.mark.parametrize("per_channel", [True, False])
+def test_static_int8_runs_fully_in_integer_arithmetic(tmp_path, per_channel):
+    model, X_train, y_train, X_test, y_test = digits_case()
+    path = to_onnx(model, tmp_path / "q.onnx", int8=True, calibration=X_train, per_channel=per_channel)
+    ops = onnxruntime_ops(path)
+    assert ops == ["QuantizeLinear", "QGemm", "QGemm", "DequantizeLinear"]
+    assert not {"Sub", "Relu", "Gemm", "MatMul"} & set(ops)  # no float island left
+    figures = assert_parity(model, path, X_test, y_test)
+    assert figures["agreement"] >= 0.99 and figures["accuracy_drop"] <= 0.005
+    assert figures["clipped"]["features"] < 0.001
+
+
+def test_static_int8_with_preprocessing_keeps_the_core_integer(tmp_path):
+    model, X_train, y_train, X_test, y_test = digits_case()
+    path = to_onnx(model, tmp_path / "q.onnx", int8=True, calibration=X_train, with_preprocessing=True)
+    ops = onnxruntime_ops(path)
+    assert ops[-4:] == ["QuantizeLinear", "QGemm", "QGemm", "DequantizeLinear"]
+    assert "Relu" not in ops
+    assert assert_parity(model, path, X_test, y_test)["agreement"] >= 0.99
+
+
+def test_dynamic_int8_needs_no_calibration(tmp_path):
+    model, X_train, y_train, X_test, y_test = digits_case()
+    path = to_onnx(model, tmp_path / "d.onnx", int8=True, dynamic=True)
+    assert "MatMulInteger" in describe(path)["ops"]
+    assert describe(path)["metadata"]["quantization"] == {"mode": "dynamic"}
+    assert assert_parity(model, path, X_test, y_test)["agreement"] >= 0.99
+
+
+def test_int8_is_about_four_times_smaller_for_dictionary_heavy_models(tmp_path):
+    model, X = random_model(n_features=784, n_atoms=400, n_classes=10)
+    fp32 = to_onnx(model, tmp_path / "m.onnx").stat().st_size
+    int8 = to_onnx(model, tmp_path / "q.onnx", int8=True, calibration=X).stat().st_size
+    assert 3.5 < fp32 / int8 < 4.1
+
+
+def test_static_int8_with_folded_standardisation_calibrates_the_raw_input(tmp_path):
+    model, X = random_model(n_features=32, n_atoms=60, n_classes=4, kind="standardize", seed=3)
+    path = to_onnx(model, tmp_path / "q.onnx", int8=True, calibration=X, with_preprocessing=True)
+    meta = describe(path)["metadata"]
+    assert meta["preprocess_in_graph"] is True and meta["quantization"]["input_is_raw"] is True
+    assert meta["quantization"]["input"][1] >= X.max()  # the raw range, not the standardized one
+    assert onnxruntime_ops(path) == ["QuantizeLinear", "QGemm", "QGemm", "DequantizeLinear"]
+    assert assert_parity(model, path, X, min_agreement=0.95)["clipped"]["input"] == 0

@@ -1,0 +1,111 @@
+"""TFLite export: two FULLY_CONNECTED ops, full-int8 tensors, metadata, parity in ai-edge-litert."""
+
+import numpy as np
+import pytest
+
+tfl = pytest.importorskip("tflite")
+pytest.importorskip("ai_edge_litert.interpreter")
+
+from conftest_export import binary_digits_case, digits_case, random_model  # noqa: E402
+
+from lastedge.export import assert_parity, describe, to_tflite  # noqa: E402
+from lastedge.export.backends import run  # noqa: E402
+
+
+def _tensors(path):
+    model = tfl.Model.GetRootAs(path.read_bytes(), 0)
+    graph = model.Subgraphs(0)
+    return model, [graph.Tensors(i) for i in range(graph.TensorsLength())]
+
+
+def test_fp32_file_is_two_fully_connected_ops_with_signature_and_metadata(tmp_path):
+    model, X = random_model(kind="standardize")
+    path = to_tflite(model, tmp_path / "m.tflite")
+    info = describe(path)
+    assert info["ops"] == ["FULLY_CONNECTED", "FULLY_CONNECTED"]
+    assert info["signatures"] == ["serving_default"]
+    assert info["inputs"][0]["shape"] == [-1, 20] and info["outputs"][0]["shape"] == [-1, 3]
+    meta = info["metadata"]
+    assert meta["classes"] == [0, 1, 2] and meta["preprocess"]["kind"] == "standardize"
+    assert meta["preprocess_in_graph"] is False and len(meta["preprocess"]["mean"]) == 20
+    flat, tensors = _tensors(path)
+    assert flat.Buffers(0).DataLength() == 0  # buffer 0 stays empty
+    offset = path.read_bytes().find(model.dictionary.T.tobytes())
+    assert offset > 0 and offset % 16 == 0  # constant buffers are 16-byte aligned
+    for batch in (1, 300):
+        assert run("ai-edge-litert", path, model.preprocess.apply(X[:batch])).shape == (batch, 3)
+
+
+@pytest.mark.parametrize("kind", ["none", "l2", "center-l2", "standardize"])
+def test_fp32_parity(tmp_path, kind):
+    model, X = random_model(kind=kind, seed=2)
+    figures = assert_parity(model, to_tflite(model, tmp_path / "m.tflite"), X)
+    assert figures["max_score_error"] < 1e-3 and figures["probe_rows"] > 10
+
+
+def test_binary_fp32_and_int8(tmp_path):
+    model, X_train, X_test, y_test = binary_digits_case()
+    assert_parity(model, to_tflite(model, tmp_path / "b.tflite"), X_test, y_test)
+    q = to_tflite(model, tmp_path / "b8.tflite", int8=True, calibration=X_train)
+    assert describe(q)["outputs"][0]["shape"] == [-1, 1]
+    assert assert_parity(model, q, X_test, y_test)["agreement"] >= 0.99
+
+
+@pytest.mark.parametrize("per_channel", [False, True])
+def test_int8_is_full_integer_and_meets_the_bounds_on_digits(tmp_path, per_channel):
+    model, X_train, y_train, X_test, y_test = digits_case()
+    path = to_tflite(model, tmp_path / "q.tflite", int8=True, calibration=X_train, per_channel=per_channel)
+    _, tensors = _tensors(path)
+    T = tfl.TensorType
+    assert [t.Type() for t in tensors] == [T.INT8, T.INT8, T.INT32, T.INT8, T.INT8, T.INT32, T.INT8]
+    weights = tensors[1].Quantization()
+    assert weights.ScaleLength() == (model.n_atoms if per_channel else 1)
+    assert set(weights.ZeroPointAsNumpy().tolist()) == {0}  # symmetric
+    assert tensors[3].Quantization().ZeroPointAsNumpy().tolist() == [-128]  # after the fused ReLU
+    s_x = tensors[0].Quantization().ScaleAsNumpy()[0]
+    bias = tensors[2].Quantization()
+    np.testing.assert_allclose(bias.ScaleAsNumpy(), s_x * weights.ScaleAsNumpy(), rtol=1e-6)
+    figures = assert_parity(model, path, X_test, y_test)
+    assert figures["agreement"] >= 0.99 and figures["accuracy_drop"] <= 0.005
+    assert 0 < figures["mean_score_error"] <= figures["max_score_error"]
+
+
+def test_int8_is_about_four_times_smaller_for_dictionary_heavy_models(tmp_path):
+    model, X = random_model(n_features=784, n_atoms=400, n_classes=10)
+    fp32 = to_tflite(model, tmp_path / "m.tflite").stat().st_size
+    int8 = to_tflite(model, tmp_path / "q.tflite", int8=True, calibration=X).stat().st_size
+    assert 3.5 < fp32 / int8 < 4.1
+
+
+def test_schema_enums_match_the_interpreters_own_schema():
+    """Version-drift guard: the numbers this writer uses equal those of ai-edge-litert's schema."""
+    litert_schema = pytest.importorskip("ai_edge_litert.schema_py_generated")
+    from lastedge.export.schema import _EXPECTED
+
+    for (enum, name), value in _EXPECTED.items():
+        assert getattr(getattr(litert_schema, enum), name) == value == getattr(getattr(tfl, enum), name)
+
+
+def test_export_all_writes_and_checks_four_files(tmp_path):
+    pytest.importorskip("onnxruntime")
+    from lastedge.export import export_all
+
+    model, X_train, y_train, X_test, y_test = digits_case()
+    rows = export_all(model, tmp_path, X_train, X_test, y_test)
+    assert [(r["format"], r["precision"]) for r in rows] == [
+        ("onnx", "fp32"), ("onnx", "int8"), ("tflite", "fp32"), ("tflite", "int8")]
+    assert all(r["agreement"] >= 0.99 and r["size_bytes"] > 0 for r in rows)
+    assert rows[1]["size_bytes"] < rows[0]["size_bytes"] / 2
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(
+        ["model-fp32.onnx", "model-int8.onnx", "model-fp32.tflite", "model-int8.tflite"])
+
+
+def test_a_fitted_last_classifier_exports_directly(tmp_path, tiny_last, digits_data):
+    """The trainer's estimator (the lead's shared ``tiny_last`` fixture) goes through to_model()."""
+    pytest.importorskip("onnxruntime")
+    from lastedge.export import to_onnx
+
+    X, y = digits_data.X_test, digits_data.y_test
+    for path in (to_onnx(tiny_last, tmp_path / "t.onnx"), to_tflite(tiny_last, tmp_path / "t.tflite")):
+        figures = assert_parity(tiny_last.to_model(), path, X, y)
+        assert figures["accuracy"] == pytest.approx(tiny_last.score(X, y), abs=1e-9)
