@@ -1,7 +1,202 @@
 """CLI commands of the training part (``lastedge train``, ``lastedge predict``)."""
 
+from __future__ import annotations
+
 import argparse
+import dataclasses
+import json
+import sys
+import warnings
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+METHODS = ("last", "sgd", "adam")
+PREPROCESS = ("none", "l2", "center-l2", "standardize")
+SHOWN_PREDICTIONS = 10
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     """Add this part's sub-commands to the ``lastedge`` parser."""
+    _register_train(subparsers)
+    _register_predict(subparsers)
+
+
+def _register_train(subparsers: argparse._SubParsersAction) -> None:
+    p = subparsers.add_parser(
+        "train", help="train a soft-threshold classifier and save it (.npz)",
+        description="Train LAST (DCA) or the SGD/Adam baseline on 'digits', an .npz archive "
+                    "(X_train, y_train[, X_test, y_test]) or a CSV file (one row per sample, one "
+                    "label column; split 75/25, stratified). Prints train/test accuracy, training "
+                    "time, feature sparsity and model size; writes the model atomically.")
+    p.add_argument("--data", required=True, metavar="PATH|digits", help="training data")
+    p.add_argument("--atoms", required=True, type=int, metavar="N",
+                   help="atoms per head (one head per class for > 2 classes), e.g. 25")
+    p.add_argument("--method", choices=METHODS, default="last",
+                   help="last: DCA (default); sgd / adam: the baselines on the same objective")
+    p.add_argument("--preprocess", choices=PREPROCESS, default="l2",
+                   help="applied to every input, recorded in the model (default l2)")
+    p.add_argument("--inner-solver", default=None, metavar="NAME",
+                   help="LAST only: sub-problem solver, e.g. adam or subgradient (the paper's); "
+                        "default: LASTClassifier's")
+    p.add_argument("--max-dca-iter", type=int, default=None, metavar="K",
+                   help="LAST only: DCA iterations (default 50)")
+    p.add_argument("--inner-iter", type=int, default=None, metavar="T",
+                   help="LAST only: iterations per sub-problem (default 1000 full batch, 5000 minibatch)")
+    p.add_argument("--max-iter", type=int, default=None,
+                   help="sgd/adam only: iterations of the final run (default 250000)")
+    p.add_argument("--seed", type=int, default=0, help="seeds the split and the training (default 0)")
+    p.add_argument("--label-column", default="-1", metavar="C",
+                   help="CSV label column: name (with a header) or index (default -1, the last)")
+    p.add_argument("--quiet", action="store_true", help="no progress bar")
+    p.add_argument("--json", action="store_true", help="print the summary as JSON")
+    p.add_argument("--out", required=True, help="model file to write (.npz)")
+    p.set_defaults(func=run_train)
+
+
+def _register_predict(subparsers: argparse._SubParsersAction) -> None:
+    p = subparsers.add_parser(
+        "predict", help="classify rows with a model file and report accuracy",
+        description="Classify rows with a model (.npz, or an exported .onnx/.tflite). Rows: "
+                    "'digits' and .npz archives give their held-out part (X_test/y_test; digits "
+                    "split as by 'train --seed 0'), or X_train/y_train when there is none; a CSV "
+                    "gives all its rows, with a label column unless --no-labels. Prints the "
+                    "accuracy when labels are known and the first predictions (all with --json).")
+    p.add_argument("model", help="model file (.npz, .onnx or .tflite)")
+    p.add_argument("--data", required=True, metavar="PATH|digits", help="rows to classify")
+    p.add_argument("--label-column", default="-1", metavar="C",
+                   help="CSV label column: name or index (default -1, the last)")
+    p.add_argument("--no-labels", action="store_true",
+                   help="the CSV has feature columns only (no accuracy is printed)")
+    p.add_argument("--json", action="store_true", help="print JSON with every prediction")
+    p.set_defaults(func=run_predict)
+
+
+# ------------------------------------------------------------------------------------ train
+def run_train(args: argparse.Namespace) -> int:
+    """``lastedge train``: fit, report, save."""
+    from sklearn.exceptions import ConvergenceWarning
+
+    from lastedge.inspect_cmd import field_lines
+
+    from .data import load_dataset
+
+    out = _check_out(args.out)
+    estimator = make_estimator(args)
+    data = load_dataset(args.data, label_column=args.label_column, random_state=args.seed)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", ConvergenceWarning)
+        estimator.fit(data.X_train, data.y_train)
+    for warning in caught:
+        print(f"lastedge train: warning: {warning.message}", file=sys.stderr)
+    summary = _evaluate(estimator, data)
+    model = estimator.to_model()
+    model = dataclasses.replace(model, meta={**model.meta, "data": summary["data"],
+                                             "metrics": summary["metrics"]})
+    model.save(out)
+    summary["model"] = {"path": str(out), "size_bytes": out.stat().st_size, "atoms": model.n_atoms,
+                        "macs_per_sample": model.macs_per_sample}
+    if args.json:
+        print(json.dumps(summary, indent=2))
+    else:
+        print("\n".join(field_lines(_summary_fields(summary))))
+    return 0
+
+
+def make_estimator(args: argparse.Namespace) -> Any:
+    """The estimator the ``train`` arguments ask for (options of the other method are refused)."""
+    from . import LASTClassifier, SGDSoftThresholdClassifier
+
+    common = {"n_atoms": args.atoms, "preprocess": args.preprocess, "random_state": args.seed,
+              "verbose": 0 if args.quiet else 1}
+    last_only = {"inner_solver": args.inner_solver, "max_dca_iter": args.max_dca_iter,
+                 "inner_iter": args.inner_iter}
+    if args.method == "last":
+        if args.max_iter is not None:
+            raise ValueError("--max-iter applies to --method sgd/adam; LAST uses --max-dca-iter")
+        given = {k: v for k, v in last_only.items() if v is not None}
+        estimator = LASTClassifier(**common, **given)
+    else:
+        given = [f"--{k.replace('_', '-')}" for k, v in last_only.items() if v is not None]
+        if given:
+            raise ValueError(f"{', '.join(given)} apply to --method last only")
+        extra = {} if args.max_iter is None else {"max_iter": args.max_iter}
+        estimator = SGDSoftThresholdClassifier(**common, optimizer=args.method, **extra)
+    estimator._check_params()  # refuse bad settings before reading data and training
+    return estimator
+
+
+def _check_out(out: str) -> Path:
+    path = Path(out)
+    if path.suffix != ".npz":
+        raise ValueError(f"--out must name a .npz file, got {path.name!r}")
+    if not path.parent.is_dir():
+        raise ValueError(f"--out folder {path.parent} does not exist")
+    return path
+
+
+def _evaluate(estimator: Any, data: Any) -> dict[str, Any]:
+    """Data facts and metrics; sparsity on the test rows (training rows when there is no test part)."""
+    rows = data.X_test if data.has_test else data.X_train
+    metrics = {"train_accuracy": round(float(estimator.score(data.X_train, data.y_train)), 5),
+               "test_accuracy": (round(float(estimator.score(data.X_test, data.y_test)), 5)
+                                 if data.has_test else None),
+               "fit_seconds": round(estimator.fit_time_, 3),
+               "feature_sparsity": round(estimator.feature_sparsity(rows), 5)}
+    facts = {"source": data.name, "train_rows": len(data.X_train), "test_rows": len(data.X_test),
+             "features": int(data.X_train.shape[1]), "classes": len(estimator.classes_)}
+    return {"data": facts, "metrics": metrics}
+
+
+def _summary_fields(summary: dict[str, Any]) -> list[tuple[str, str]]:
+    data, metrics, model = summary["data"], summary["metrics"], summary["model"]
+    test = metrics["test_accuracy"]
+    sparsity_rows = "test" if test is not None else "train"
+    return [
+        ("data", f"{data['source']}: {data['train_rows']} train / {data['test_rows']} test rows, "
+                 f"{data['features']} features, {data['classes']} classes"),
+        ("train accuracy", f"{metrics['train_accuracy']:.2%}"),
+        ("test accuracy", "no test part" if test is None else f"{test:.2%}"),
+        ("training time", f"{metrics['fit_seconds']:.1f} s"),
+        ("feature sparsity", f"{metrics['feature_sparsity']:.1%} zeros on {sparsity_rows} rows"),
+        ("model", f"{model['path']}: {model['atoms']} atoms, {model['macs_per_sample']:,} MACs/sample, "
+                  f"{model['size_bytes'] / 1024:.1f} KiB"),
+    ]
+
+
+# ---------------------------------------------------------------------------------- predict
+def run_predict(args: argparse.Namespace) -> int:
+    """``lastedge predict``: classify rows, print accuracy (with labels) and predictions."""
+    from lastedge.runtime import load
+
+    predictor = load(args.model)
+    X, y, source = _predict_rows(args)
+    labels = predictor.predict(X)
+    accuracy = None if y is None else float(np.mean(labels == y))
+    if args.json:
+        print(json.dumps({"model": args.model, "data": source, "rows": len(labels),
+                          "accuracy": accuracy, "predictions": labels.tolist()}, indent=2))
+        return 0
+    if accuracy is not None:
+        print(f"accuracy {accuracy:.2%} on {len(labels)} rows ({source})")
+    shown = " ".join(map(str, labels[:SHOWN_PREDICTIONS].tolist()))
+    print(f"predictions (first {min(SHOWN_PREDICTIONS, len(labels))} of {len(labels)}): {shown}")
+    return 0
+
+
+def _predict_rows(args: argparse.Namespace) -> tuple[np.ndarray, np.ndarray | None, str]:
+    """(X, labels or None, description) for ``predict --data``."""
+    from .data import load_csv, load_dataset
+
+    if Path(args.data).suffix.lower() == ".csv":
+        if not Path(args.data).is_file():
+            raise ValueError(f"no such data file: {args.data}")
+        X, y = load_csv(args.data, None if args.no_labels else args.label_column)
+        return X, y, f"{args.data}, all rows"
+    if args.no_labels:
+        raise ValueError("--no-labels applies to CSV files only")
+    data = load_dataset(args.data)
+    if data.has_test:
+        return data.X_test, data.y_test, f"{data.name}, held-out part"
+    return data.X_train, data.y_train, f"{data.name}, X_train"

@@ -4,6 +4,7 @@ built-in ``digits`` (scikit-learn's 8x8 digits, shipped with scikit-learn, no do
 from __future__ import annotations
 
 import csv
+import zipfile
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -31,8 +32,9 @@ def load_dataset(source: str, *, label_column: str | int = -1, test_size: float 
                  random_state: int = 0) -> Dataset:
     """Read ``source``: ``"digits"``, a ``.npz`` archive or a ``.csv`` file.
 
-    ``.npz`` needs ``X_train`` and ``y_train``; ``X_test``/``y_test`` are optional. ``digits`` and
-    CSV files are split into train and test parts (stratified, ``test_size``, ``random_state``).
+    ``.npz`` needs ``X_train`` and ``y_train``; ``X_test`` and ``y_test`` are optional (both or
+    neither). ``digits`` and CSV files are split into train and test parts (``test_size``,
+    ``random_state``; stratified unless a class is too small for that).
     """
     if source == "digits":
         from sklearn.datasets import load_digits
@@ -42,9 +44,10 @@ def load_dataset(source: str, *, label_column: str | int = -1, test_size: float 
     path = Path(source)
     if not path.is_file():
         raise ValueError(f"data source {source!r} is neither 'digits' nor an existing file")
-    if path.suffix == ".npz":
+    suffix = path.suffix.lower()
+    if suffix == ".npz":
         return _load_npz(path)
-    if path.suffix == ".csv":
+    if suffix == ".csv":
         X, y = load_csv(path, label_column)
         return _split(X, y, path.stem, test_size, random_state)
     raise ValueError(f"unsupported data file {path.name!r}: use .npz, .csv or 'digits'")
@@ -52,50 +55,86 @@ def load_dataset(source: str, *, label_column: str | int = -1, test_size: float 
 
 def _load_npz(path: Path) -> Dataset:
     try:
-        with np.load(path, allow_pickle=False) as archive:
-            missing = [k for k in NPZ_KEYS[:2] if k not in archive.files]
-            if missing:
-                raise ValueError(f"{path.name} lacks {', '.join(missing)} (needs {', '.join(NPZ_KEYS)})")
-            arrays = {k: archive[k] for k in NPZ_KEYS if k in archive.files}
-    except (OSError, EOFError) as err:
+        archive = np.load(path, allow_pickle=False)
+    except (OSError, EOFError, ValueError, zipfile.BadZipFile) as err:  # ValueError: pickled/garbled
         raise ValueError(f"cannot read {path.name} as .npz: {err}") from None
-    n_features = arrays["X_train"].shape[1] if arrays["X_train"].ndim == 2 else 0
+    if not isinstance(archive, np.lib.npyio.NpzFile):
+        raise ValueError(f"{path.name} is a single .npy array, not an .npz archive with "
+                         f"{', '.join(NPZ_KEYS)}")
+    with archive:
+        missing = [k for k in NPZ_KEYS[:2] if k not in archive.files]
+        if missing:
+            raise ValueError(f"{path.name} lacks {', '.join(missing)} (needs {', '.join(NPZ_KEYS)})")
+        if ("X_test" in archive.files) != ("y_test" in archive.files):
+            raise ValueError(f"{path.name} has only one of X_test and y_test (give both or neither)")
+        try:
+            arrays = {k: archive[k] for k in NPZ_KEYS if k in archive.files}
+        except (OSError, EOFError, ValueError, zipfile.BadZipFile) as err:
+            raise ValueError(f"cannot read the arrays of {path.name}: {err}") from None
+    _check_part(arrays["X_train"], arrays["y_train"], f"{path.name} X_train/y_train")
+    n_features = arrays["X_train"].shape[1]
     X_test = arrays.get("X_test", np.empty((0, n_features)))
     y_test = arrays.get("y_test", np.empty(0, dtype=arrays["y_train"].dtype))
+    _check_part(X_test, y_test, f"{path.name} X_test/y_test")
+    if X_test.shape[1] != n_features:
+        raise ValueError(f"{path.name}: X_test has {X_test.shape[1]} features, X_train {n_features}")
     return Dataset(arrays["X_train"], arrays["y_train"], X_test, y_test, path.stem)
 
 
-def load_csv(path: str | Path, label_column: str | int = -1) -> tuple[np.ndarray, np.ndarray]:
-    """Rows of a CSV file as ``(X float64 [m, n], y labels [m])``.
+def _check_part(X: np.ndarray, y: np.ndarray, what: str) -> None:
+    if X.ndim != 2 or y.ndim != 1 or len(X) != len(y):
+        raise ValueError(f"{what} must be [rows, features] and [rows], got shapes {X.shape} and {y.shape}")
 
-    A header row is detected when its cells are not all numbers. ``label_column`` is a column
-    name (with a header) or index (negative counts from the end). Labels stay strings unless every
-    label is an integer.
+
+def load_csv(path: str | Path, label_column: str | int | None = -1) -> tuple[np.ndarray, np.ndarray | None]:
+    """Rows of a CSV file as ``(X float64 [m, n], y labels [m])``; ``y`` is None when
+    ``label_column`` is None (every column is a feature).
+
+    The first row is a header when one of its cells is not a number where the next row has a
+    number. ``label_column`` is a column name (with a header) or index (negative counts from the
+    end). Labels stay strings unless every label is an integer.
     """
-    with open(path, newline="") as f:
-        rows = [row for row in csv.reader(f) if row and any(cell.strip() for cell in row)]
+    name = Path(path).name
+    try:
+        with open(path, newline="", encoding="utf-8-sig") as f:
+            rows = [row for row in csv.reader(f) if row and any(cell.strip() for cell in row)]
+    except (UnicodeDecodeError, csv.Error) as err:
+        raise ValueError(f"{name} is not a readable CSV text file ({err})") from None
     if not rows:
-        raise ValueError(f"{Path(path).name} has no rows")
-    header = None if all(_is_number(cell) for cell in rows[0]) else rows.pop(0)
-    widths = {len(row) for row in rows}
+        raise ValueError(f"{name} has no rows")
+    header = rows.pop(0) if _has_header(rows) else None
+    widths = {len(row) for row in rows} | ({len(header)} if header else set())
     if len(widths) != 1:
-        raise ValueError(f"{Path(path).name}: rows have different numbers of columns {sorted(widths)}")
+        raise ValueError(f"{name}: rows have different numbers of columns {sorted(widths)}")
     if not rows:
-        raise ValueError(f"{Path(path).name} has a header but no data rows")
-    column = _column_index(label_column, header, widths.pop())
-    labels = [row[column].strip() for row in rows]
+        raise ValueError(f"{name} has a header but no data rows")
+    width = widths.pop()
+    column = None if label_column is None else _column_index(label_column, header, width)
+    if width - (column is not None) < 1:
+        raise ValueError(f"{name} has no feature columns besides the label column")
     try:
         X = np.array([[float(c) for i, c in enumerate(row) if i != column] for row in rows])
     except ValueError as err:
-        raise ValueError(f"{Path(path).name}: a feature cell is not a number ({err})") from None
+        raise ValueError(f"{name}: a feature cell is not a number ({err})") from None
+    if column is None:
+        return X, None
+    labels = [row[column].strip() for row in rows]
     y = np.array([int(v) for v in labels]) if all(_is_int(v) for v in labels) else np.array(labels)
     return X, y
+
+
+def _has_header(rows: list[list[str]]) -> bool:
+    """A header has a non-number cell above a number (a string label column alone is no header)."""
+    if len(rows) == 1:
+        return not all(_is_number(cell) for cell in rows[0])
+    return any(not _is_number(top) and _is_number(below) for top, below in zip(rows[0], rows[1]))
 
 
 def _column_index(label_column: str | int, header: list[str] | None, width: int) -> int:
     if isinstance(label_column, str) and not _is_int(label_column):
         if header is None or label_column not in header:
-            raise ValueError(f"label column {label_column!r} not found in the CSV header")
+            known = f"columns are {', '.join(header)}" if header else "the file has no header"
+            raise ValueError(f"label column {label_column!r} not found ({known})")
         return header.index(label_column)
     index = int(label_column)
     if not -width <= index < width:
@@ -116,8 +155,14 @@ def _is_int(text: str) -> bool:
 
 
 def _split(X: np.ndarray, y: np.ndarray, name: str, test_size: float, random_state: int) -> Dataset:
+    """Stratified train/test split; unstratified when a class has too few rows to stratify."""
     from sklearn.model_selection import train_test_split
 
+    if len(X) < 2:
+        raise ValueError(f"{name} has {len(X)} row(s); a train/test split needs at least 2")
+    _, counts = np.unique(y, return_counts=True)
+    n_test = int(np.ceil(test_size * len(y)))
+    can_stratify = counts.min() >= 2 and min(n_test, len(y) - n_test) >= len(counts)
     X_train, X_test, y_train, y_test = train_test_split(
-        X, y, test_size=test_size, random_state=random_state, stratify=y)
+        X, y, test_size=test_size, random_state=random_state, stratify=y if can_stratify else None)
     return Dataset(X_train, y_train, X_test, y_test, name)

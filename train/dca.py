@@ -16,7 +16,7 @@ from typing import Callable
 
 import torch
 
-from .solvers import InnerSolver
+from .solvers import InnerSolver, LBFGSSolver
 from .subproblem import Data, SubProblem, full_objective
 
 Tensor = torch.Tensor
@@ -31,7 +31,7 @@ class DCASettings:
     eps: float
     max_dca_iter: int
     tol: float
-    inner_solver: InnerSolver
+    inner_solver: InnerSolver | LBFGSSolver
 
 
 @dataclass

@@ -12,11 +12,13 @@ from sklearn.exceptions import ConvergenceWarning
 from .base import SoftThresholdBase
 from .dca import DCASettings, run_dca
 from .progress import progress_bar
-from .solvers import SOLVERS, InnerSolver
+from .solvers import SOLVERS, make_inner_solver
 from .subproblem import Data
 
 # Above this many training rows the paper switches to minibatch sub-problem solves.
 FULL_BATCH_LIMIT = 5000
+# L-BFGS iterations per sub-problem: each costs about one subgradient step (plus line search).
+LBFGS_ITER = 300
 
 
 class LASTClassifier(SoftThresholdBase):
@@ -40,7 +42,8 @@ class LASTClassifier(SoftThresholdBase):
     max_dca_iter : int, default=50
         DCA iterations K.
     inner_iter : int or None, default=None
-        Iterations T of each sub-problem solve: 1000 in full batch, 5000 in minibatch.
+        Iterations T of each sub-problem solve: the paper's 1000 (full batch) and 5000 (minibatch)
+        for the first-order solvers, 300 for L-BFGS.
     batch_size : int, "full" or None, default=None
         None: full batch when there are fewer than 5000 rows, else minibatches of 200.
     step_sizes : tuple of float or None, default=None
@@ -51,8 +54,10 @@ class LASTClassifier(SoftThresholdBase):
     sign_ratio : "auto" or float, default="auto"
         Fraction of atoms with a positive output weight; "auto" uses each head's positive-class
         frequency (1/10 for ten balanced classes, as the paper uses on digits).
-    inner_solver : {"adam", "subgradient"}, default="adam"
-        Solver of the convex sub-problem; "subgradient" is the paper's.
+    inner_solver : {"auto", "lbfgs", "adam", "subgradient"}, default="auto"
+        Solver of the convex sub-problem. "subgradient" is the paper's projected subgradient
+        descent; "lbfgs" (full batch only) and "adam" reach a far lower objective in the same time
+        (measured, see README). "auto": L-BFGS in full batch, Adam on minibatches.
     init_active_fraction : float or None, default=0.05
         Initial atoms are scaled so that each starts above the threshold on this fraction of the
         training rows; None keeps the paper's unscaled samples (see ``problem.initial_atoms``).
@@ -78,7 +83,7 @@ class LASTClassifier(SoftThresholdBase):
                  beta: float = 100.0, eps: float = 1e-4, max_dca_iter: int = 50,
                  inner_iter: int | None = None, batch_size: int | str | None = None,
                  step_sizes: tuple[float, ...] | None = None, tol: float = 1e-3,
-                 sign_ratio: str | float = "auto", inner_solver: str = "adam",
+                 sign_ratio: str | float = "auto", inner_solver: str = "auto",
                  init_active_fraction: float | None = 0.05, device: str = "cpu",
                  n_jobs: int | None = 1, random_state=None, verbose: int = 1):
         self.n_atoms = n_atoms
@@ -121,8 +126,16 @@ class LASTClassifier(SoftThresholdBase):
             if batch < 1:
                 raise ValueError(f"batch_size must be >= 1, 'full' or None, got {self.batch_size!r}")
             batch = None if batch >= n_samples else batch
-        default_T = 1000 if batch is None else 5000
+        if batch is not None:
+            default_T = 5000
+        else:
+            default_T = LBFGS_ITER if self._solver_name(batch) == "lbfgs" else 1000
         return batch, int(self.inner_iter or default_T)
+
+    def _solver_name(self, batch: int | None) -> str:
+        if self.inner_solver != "auto":
+            return self.inner_solver
+        return "lbfgs" if batch is None else "adam"
 
     def fit(self, X, y) -> "LASTClassifier":
         """Learn the dictionary and weights by DCA. ``y`` may hold any labels (numbers, strings)."""
@@ -131,8 +144,8 @@ class LASTClassifier(SoftThresholdBase):
         X, y_index = self._validate_fit_data(X, y)
         Z, targets, groups, U0, v0, rng = self._prepare(X, y_index)
         batch, n_inner = self._schedule(len(Z))
-        solver = InnerSolver(self.inner_solver, n_inner, batch, self.eps,
-                             tuple(self.step_sizes) if self.step_sizes else None)
+        solver = make_inner_solver(self.inner_solver, n_inner, batch, self.eps,
+                                   tuple(self.step_sizes) if self.step_sizes else None)
         settings = DCASettings(self.nu, self.beta, self.eps, int(self.max_dca_iter), self.tol, solver)
         with self._torch_session() as device:
             data = Data(torch.as_tensor(Z, device=device),

@@ -106,21 +106,22 @@ def h_gradient(X: Tensor, targets: Tensor, U: Tensor, v: Tensor, groups: Tensor,
 
 def g_data_gradient(X: Tensor, targets: Tensor, U: Tensor, v: Tensor, groups: Tensor,
                     beta: float) -> tuple[Tensor, Tensor, Tensor]:
-    """Data part of ``g`` (without the ``nu`` term) and a (sub)gradient, summed over ``X``.
+    """Per-sample terms of ``g`` (without the ``nu`` term) and a (sub)gradient of their sum.
 
-    Returns ``(value [H], dU [H, n, N], dv [H, N])``. Where the two arguments of the max tie,
+    Returns ``(terms [H, m], dU [H, n, N], dv [H, N])``. Where the two arguments of the max tie,
     the target group's gradient is taken (a valid subgradient).
     """
     Z = pre_activations(X, U, v)
     S = smooth_relu(Z, beta) @ groups
     target_score, rival_score, rival = _target_and_rival(S, targets)
     winner = torch.where(target_score >= 1.0 + rival_score, targets, rival)
-    value = torch.maximum(target_score, 1.0 + rival_score).sum(dim=1)
+    terms = torch.maximum(target_score, 1.0 + rival_score)
     R = torch.sigmoid(beta * Z) * _group_mask(groups, winner)
-    return value, X.T @ R, -R.sum(dim=1)
+    return terms, X.T @ R, -R.sum(dim=1)
 
 
 def _group_mask(groups: Tensor, chosen: Tensor) -> Tensor:
     """[H, m, N] mask: 1 where atom j belongs to the group ``chosen[h, i]``."""
-    one_hot = F.one_hot(chosen, groups.shape[-1]).to(groups.dtype)
-    return one_hot @ groups.transpose(1, 2)
+    by_group = groups.transpose(1, 2)  # [H, G, N]
+    index = chosen[:, :, None].expand(-1, -1, by_group.shape[-1])
+    return by_group.gather(1, index)

@@ -7,7 +7,9 @@ keeping the one with the smallest sub-objective. Two fixes to the literal protoc
 
 - **Bracketing.** How large a step is depends on the scale of the objective and the data, so a
   fixed grid need not contain the best step. When a head's winner is the largest (smallest)
-  candidate, the grid is extended by a factor 10 in that direction, up to ``max_extensions`` times.
+  candidate, the grid is extended by a factor 10 in that direction, up to ``max_extensions`` times;
+  when no candidate improved on the warm start at all (ties would otherwise go to the largest,
+  diverging step), it is extended downwards.
 - **Selection on a fixed evaluation set.** In minibatch mode the candidates are compared on the
   same fixed sample of rows, not on their last noisy minibatch.
 
@@ -19,6 +21,7 @@ what DCA's descent property needs.
 - ``"adam"``: Adam on the same sub-problem, with steps relative to each block's scale (the atoms'
   root-mean-square entry for ``U``, the thresholds' for ``v``), so one grid serves every scaling
   of the data.
+- ``"lbfgs"``: L-BFGS-B on the full-batch sub-problem (:class:`LBFGSSolver`); no step to choose.
 """
 
 from __future__ import annotations
@@ -32,7 +35,7 @@ from .subproblem import SubProblem
 Tensor = torch.Tensor
 
 DEFAULT_STEPS = {"subgradient": (0.1, 0.01, 0.001), "adam": (0.03, 0.01, 0.003)}
-SOLVERS = tuple(DEFAULT_STEPS)
+SOLVERS = ("auto", "lbfgs", *DEFAULT_STEPS)
 _EVAL_ROWS = 4096  # rows of the fixed evaluation sample in minibatch mode
 _ADAM_BETAS = (0.9, 0.999)
 
@@ -76,9 +79,9 @@ class InnerSolver:
     """Minimise a :class:`SubProblem` from a warm start; see the module docstring."""
 
     def __init__(self, method: str, n_iter: int, batch_size: int | None, eps: float,
-                 step_sizes: tuple[float, ...] | None = None, max_extensions: int = 2):
-        if method not in SOLVERS:
-            raise ValueError(f"inner_solver must be one of {SOLVERS}, got {method!r}")
+                 step_sizes: tuple[float, ...] | None = None, max_extensions: int = 3):
+        if method not in DEFAULT_STEPS:
+            raise ValueError(f"first-order solver must be one of {tuple(DEFAULT_STEPS)}, got {method!r}")
         self.method, self.n_iter, self.batch_size, self.eps = method, n_iter, batch_size, eps
         self.step_sizes = tuple(sorted(step_sizes or DEFAULT_STEPS[method], reverse=True))
         self.max_extensions = max_extensions
@@ -91,18 +94,14 @@ class InnerSolver:
         eval_index = self._eval_index(problem, seed)
         scale = self._step_scale(U0, v0)
         grid = list(self.step_sizes)
-        runs = {rho: self._trajectory(problem, U0, v0, rho, scale, 1, self.warmup, seed, eval_index)
+        start_value = problem.value(U0, v0, eval_index)
+        runs = {rho: self._trajectory(problem, U0, v0, start_value, rho, scale, seed, eval_index)
                 for rho in grid}
         for _ in range(self.max_extensions):
-            winner = self._winners(runs, grid, problem, eval_index)
-            if bool((winner == 0).any()):
-                grid.insert(0, grid[0] * 10)
-            elif bool((winner == len(grid) - 1).any()):
-                grid.append(grid[-1] / 10)
-            else:
+            rho = self._extension(runs, grid, problem, eval_index, start_value)
+            if rho is None:
                 break
-            rho = grid[0] if grid[0] not in runs else grid[-1]
-            runs[rho] = self._trajectory(problem, U0, v0, rho, scale, 1, self.warmup, seed, eval_index)
+            runs[rho] = self._trajectory(problem, U0, v0, start_value, rho, scale, seed, eval_index)
         winner = self._winners(runs, grid, problem, eval_index)
         run = _pick_per_head([runs[rho] for rho in grid], winner)
         rate = torch.tensor(grid, dtype=U0.dtype, device=U0.device)[winner]
@@ -127,28 +126,49 @@ class InnerSolver:
         rms_v = v0.pow(2).mean(dim=1).sqrt().clamp_min(1e-12)
         return rms_U, rms_v
 
+    def _values(self, runs: dict[float, _Run], grid: list[float], problem: SubProblem,
+                eval_index: Tensor | None) -> Tensor:
+        """Best value of every candidate for every head, [len(grid), H]."""
+        return torch.stack([self._judge(problem, runs[rho], eval_index) for rho in grid])
+
     def _winners(self, runs: dict[float, _Run], grid: list[float], problem: SubProblem,
                  eval_index: Tensor | None) -> Tensor:
         """Index into ``grid`` of the best candidate for each head."""
-        values = torch.stack([self._judge(problem, runs[rho], eval_index) for rho in grid])
-        return values.argmin(dim=0)
+        return self._values(runs, grid, problem, eval_index).argmin(dim=0)
+
+    def _extension(self, runs: dict[float, _Run], grid: list[float], problem: SubProblem,
+                   eval_index: Tensor | None, start_value: Tensor) -> float | None:
+        """The next candidate step, or None when every head's best step is inside the grid.
+
+        A head where no candidate improved on the warm start needs smaller steps; a head whose
+        winner is the largest (smallest) candidate needs a larger (smaller) one.
+        """
+        values = self._values(runs, grid, problem, eval_index)
+        winner = values.argmin(dim=0)
+        stuck = (values >= start_value).all(dim=0)
+        if bool(stuck.any()) or bool((winner == len(grid) - 1).any()):
+            grid.append(grid[-1] / 10)
+            return grid[-1]
+        if bool((winner == 0).any()):
+            grid.insert(0, grid[0] * 10)
+            return grid[0]
+        return None
 
     def _judge(self, problem: SubProblem, run: _Run, eval_index: Tensor | None) -> Tensor:
         if eval_index is None:
             return run.best_value
         return problem.value(run.best_U, run.best_v, eval_index)
 
-    def _trajectory(self, problem: SubProblem, U0: Tensor, v0: Tensor, rho: float,
-                    scale: tuple[Tensor, Tensor], start: int, stop: int, seed: int,
+    def _trajectory(self, problem: SubProblem, U0: Tensor, v0: Tensor, start_value: Tensor,
+                    rho: float, scale: tuple[Tensor, Tensor], seed: int,
                     eval_index: Tensor | None) -> _Run:
-        """A fresh run from the warm start with base step ``rho`` for iterations start..stop."""
-        start_value = problem.value(U0, v0, eval_index).to(U0.dtype)
-        run = _Run(U0.clone(), v0.clone(), U0.clone(), v0.clone(), start_value)
+        """A trial run of ``T / 20`` iterations from the warm start with base step ``rho``."""
+        run = _Run(U0.clone(), v0.clone(), U0.clone(), v0.clone(), start_value.clone())
         if self.method == "adam":
             run.moments = [torch.zeros_like(U0), torch.zeros_like(U0),
                            torch.zeros_like(v0), torch.zeros_like(v0)]
         rate = torch.full((U0.shape[0],), rho, dtype=U0.dtype, device=U0.device)
-        return self._continue(problem, run, rate, scale, start, stop, seed, eval_index)
+        return self._continue(problem, run, rate, scale, 1, self.warmup, seed, eval_index)
 
     def _continue(self, problem: SubProblem, run: _Run, rate: Tensor, scale: tuple[Tensor, Tensor],
                   start: int, stop: int, seed: int, eval_index: Tensor | None) -> _Run:
@@ -166,7 +186,7 @@ class InnerSolver:
             step = rate * min(1.0, self.t0 / t)
             self._update(run, dU, dv, step, scale, t)
             if not full_batch and (t % self.warmup == 0 or t == stop):
-                run.remember(problem.value(run.U, run.v, eval_index).to(run.U.dtype), run.U, run.v)
+                run.remember(problem.value(run.U, run.v, eval_index), run.U, run.v)
         if full_batch:
             run.remember(problem.value_and_grad(run.U, run.v)[0], run.U, run.v)
         return run
@@ -192,3 +212,59 @@ class InnerSolver:
             denom = (second / (1 - b2 ** t)).sqrt_().add_(1e-12)
             directions.append(first / (1 - b1 ** t) / denom)
         return directions[0], directions[1]
+
+
+class LBFGSSolver:
+    """L-BFGS-B (scipy) on the full-batch sub-problem, in float64, with the bound ``v >= eps``.
+
+    The sub-problem is smooth except where a sample's two group scores tie, so a quasi-Newton
+    method copes with its curvature (softplus with beta = 100 is very sharp) far better than
+    fixed-step first-order methods. Its line search only accepts decreasing points, so the result is
+    never worse than the warm start. Full batch only.
+    """
+
+    method = "lbfgs"
+
+    def __init__(self, n_iter: int, eps: float):
+        self.n_iter, self.eps = n_iter, eps
+        self.batch_size = None
+
+    def solve(self, problem: SubProblem, U0: Tensor, v0: Tensor, seed: int) -> tuple[Tensor, Tensor, Tensor]:
+        """Return ``(U, v, iterations)`` (per head, the iterations run; heads are solved jointly)."""
+        import numpy as np
+        from scipy.optimize import minimize
+
+        shape_U, n_U = U0.shape, U0.numel()
+        dtype, device = U0.dtype, U0.device
+
+        def unpack(x: np.ndarray) -> tuple[Tensor, Tensor]:
+            flat = torch.from_numpy(x).to(device)
+            return flat[:n_U].view(shape_U), flat[n_U:].view(v0.shape)
+
+        def value_and_grad(x: np.ndarray) -> tuple[float, np.ndarray]:
+            U, v = unpack(x)
+            value, dU, dv = problem.value_and_grad(U.to(dtype), v.to(dtype))
+            grad = torch.cat([dU.reshape(-1), dv.reshape(-1)]).double().cpu().numpy()
+            return float(value.sum()), grad
+
+        x0 = torch.cat([U0.reshape(-1), v0.reshape(-1)]).double().cpu().numpy()
+        bounds = [(None, None)] * n_U + [(self.eps, None)] * v0.numel()
+        result = minimize(value_and_grad, x0, jac=True, method="L-BFGS-B", bounds=bounds,
+                          options={"maxiter": self.n_iter, "maxcor": 20})
+        U, v = unpack(result.x)
+        if result.fun > value_and_grad(x0)[0]:
+            U, v = unpack(x0)
+        iterations = torch.full((U0.shape[0],), float(result.nit), dtype=dtype, device=device)
+        return U.to(dtype), v.to(dtype), iterations
+
+
+def make_inner_solver(method: str, n_iter: int, batch_size: int | None, eps: float,
+                      step_sizes: tuple[float, ...] | None = None) -> InnerSolver | LBFGSSolver:
+    """The solver named by ``method``; "auto" is L-BFGS in full batch and Adam on minibatches."""
+    if method == "auto":
+        method = "lbfgs" if batch_size is None else "adam"
+    if method == "lbfgs":
+        if batch_size is not None:
+            raise ValueError("inner_solver='lbfgs' needs full-batch solves (batch_size='full')")
+        return LBFGSSolver(n_iter, eps)
+    return InnerSolver(method, n_iter, batch_size, eps, step_sizes)

@@ -77,27 +77,33 @@ class SubProblem:
         self.A, self.b = h_gradient(data, U_k, v_k, beta)
 
     def _linear_part(self, U: Tensor, v: Tensor) -> tuple[Tensor, Tensor, Tensor]:
-        """``((nu/2)||v||^2 - <A,U> - <b,v>) / m`` per head, and its gradient."""
+        """``((nu/2)||v||^2 - <A,U> - <b,v>) / m`` per head (float64), and its gradient.
+
+        The value is accumulated in float64: near a DCA solution the sub-problem changes by less
+        than float32 can resolve in these sums, and the best-iterate rule compares such values.
+        """
         m = self.data.n_samples
-        value = (0.5 * self.nu * (v * v).sum(1) - (self.A * U).sum((1, 2)) - (self.b * v).sum(1)) / m
+        U64, v64 = U.double(), v.double()
+        value = (0.5 * self.nu * (v64 * v64).sum(1) - (self.A.double() * U64).sum((1, 2))
+                 - (self.b.double() * v64).sum(1)) / m
         return value, -self.A / m, (self.nu * v - self.b) / m
 
     def value_and_grad(self, U: Tensor, v: Tensor, index: Tensor | None = None
                        ) -> tuple[Tensor, Tensor, Tensor]:
-        """Value [H] and gradients of the scaled sub-problem on the rows ``index`` (all if None)."""
+        """Value [H] (float64) and gradients of the scaled sub-problem on the rows ``index``."""
         X, targets = self.data.rows(index)
-        data_value, dU, dv = objective.g_data_gradient(X, targets, U, v, self.data.groups, self.beta)
+        terms, dU, dv = objective.g_data_gradient(X, targets, U, v, self.data.groups, self.beta)
         rows = X.shape[0]
         lin_value, lin_dU, lin_dv = self._linear_part(U, v)
-        return data_value / rows + lin_value, dU / rows + lin_dU, dv / rows + lin_dv
+        return terms.double().mean(dim=1) + lin_value, dU / rows + lin_dU, dv / rows + lin_dv
 
     def value(self, U: Tensor, v: Tensor, index: Tensor | None = None) -> Tensor:
-        """Value [H] of the scaled sub-problem on the rows ``index`` (all rows when ``None``)."""
+        """Value [H] (float64) of the scaled sub-problem on the rows ``index`` (all if None)."""
         if index is not None:
             X, targets = self.data.rows(index)
             terms = objective.g_terms(X, targets, U, v, self.data.groups, self.beta)
-            return terms.mean(dim=1) + self._linear_part(U, v)[0]
+            return terms.double().mean(dim=1) + self._linear_part(U, v)[0]
         total = torch.zeros(U.shape[0], dtype=torch.float64, device=U.device)
         for X, targets in self.data.chunks(U.shape[0], U.shape[2]):
             total += objective.g_terms(X, targets, U, v, self.data.groups, self.beta).double().sum(1)
-        return total / self.data.n_samples + self._linear_part(U, v)[0].double()
+        return total / self.data.n_samples + self._linear_part(U, v)[0]
