@@ -20,6 +20,7 @@ _COMMAND_MODULES = (
     "lastedge.train.commands",
     "lastedge.export.commands",
     "lastedge.runtime.commands",
+    "lastedge.inspect_cmd",
     "lastedge.demo",
 )
 

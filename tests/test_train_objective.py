@@ -73,7 +73,7 @@ def test_g_gradient_matches_autograd(seed):
 
 def test_subproblem_gradient_matches_finite_differences():
     X, targets, U, v, G = random_problem(5, heads=2)
-    problem = SubProblem(Data(X, targets, G), U, v, BETA, NU, 1e-4)
+    problem = SubProblem(Data(X, targets, G), U, v, BETA, NU, 1e-4, mu=0.3)
     U1, v1 = U + 0.01, v * 1.1  # away from the linearisation point
     _, dU, dv = problem.value_and_grad(U1, v1)
     direction_U = torch.randn_like(U1)
@@ -87,12 +87,13 @@ def test_subproblem_gradient_matches_finite_differences():
 
 
 @pytest.mark.parametrize("solver", ["adam", "subgradient", "lbfgs"])
-@pytest.mark.parametrize("seed", range(3))
-def test_full_batch_dca_objective_never_rises(solver, seed):
-    X, targets, U, v, G = random_problem(seed, heads=2, m=60, dtype=torch.float32)
-    settings = DCASettings(NU, BETA, 1e-4, 8, 0.0, make_inner_solver(solver, 60, None, 1e-4))
+@pytest.mark.parametrize("seed, groups", [(0, 2), (1, 2), (2, 3)])
+def test_full_batch_dca_objective_never_rises(solver, seed, groups):
+    X, targets, U, v, G = random_problem(seed, heads=2, m=60, groups=groups, dtype=torch.float32)
+    settings = DCASettings(NU, BETA, 1e-4, 8, 0.0, make_inner_solver(solver, 60, None, 1e-4),
+                           mu=0.1 * seed)
     result = run_dca(Data(X, targets, G), U, v, settings, seed=seed)
-    start = full_objective(Data(X, targets, G), U, v, BETA, NU)
+    start = full_objective(Data(X, targets, G), U, v, BETA, NU, settings.mu)
     for head, records in enumerate(result.history):
         values = [float(start[head])] + [r["objective"] for r in records]
         assert values[-1] < values[0], "DCA made no progress at all"
@@ -107,3 +108,32 @@ def test_solver_never_returns_worse_than_its_warm_start():
     solver = InnerSolver("subgradient", 40, None, 1e-4, step_sizes=(1e6,), max_extensions=0)
     U1, v1, _ = solver.solve(problem, U, v, seed=0)
     assert torch.all(problem.value(U1, v1) <= problem.value(U, v) + 1e-9)
+
+
+def test_shared_dictionary_with_two_classes_is_the_binary_problem():
+    from lastedge.train import LASTClassifier
+
+    rng = np.random.RandomState(0)
+    X = np.r_[rng.randn(30, 5) + 1.0, rng.randn(30, 5) - 1.0]
+    y = np.r_[np.zeros(30), np.ones(30)]
+    params = dict(n_atoms=6, max_dca_iter=3, inner_iter=20, random_state=0, verbose=0)
+    shared = LASTClassifier(multiclass="shared", **params).fit(X, y)
+    binary = LASTClassifier(multiclass="ovr", **params).fit(X, y)
+    np.testing.assert_array_equal(shared.dictionary_, binary.dictionary_)
+    assert shared.history_ == [{**r, "time": s["time"]} for r, s in zip(binary.history_, shared.history_)]
+
+
+def test_shared_layout_gives_every_class_atoms_and_one_weight_per_atom():
+    from lastedge.train import LASTClassifier
+
+    rng = np.random.RandomState(1)
+    X = rng.randn(90, 4) + np.repeat(np.eye(3, 4) * 4, 30, axis=0)
+    y = np.repeat(["a", "b", "c"], 30)
+    clf = LASTClassifier(n_atoms=7, multiclass="shared", max_dca_iter=3, inner_iter=30,
+                         random_state=0, verbose=0).fit(X, y)
+    weights = clf.to_model().weights
+    assert weights.shape == (7, 3)
+    assert np.all((weights != 0).sum(axis=1) == 1) and np.all((weights > 0).sum(axis=0) >= 2)
+    assert clf.score(X, y) > 0.9
+    with pytest.raises(ValueError, match="n_atoms >= the number of classes"):
+        LASTClassifier(n_atoms=2, multiclass="shared", verbose=0).fit(X, y)

@@ -8,7 +8,7 @@ from numbers import Integral
 
 import numpy as np
 import torch
-from sklearn.base import BaseEstimator, ClassifierMixin
+from sklearn.base import BaseEstimator, ClassifierMixin, TransformerMixin
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, check_random_state, validate_data
 
@@ -19,10 +19,20 @@ from lastedge.runtime.preprocess import KINDS
 from . import problem
 
 
-class SoftThresholdBase(ClassifierMixin, BaseEstimator):
-    """Base of the estimators; subclasses implement ``_train`` and declare their parameters."""
+class SoftThresholdBase(TransformerMixin, ClassifierMixin, BaseEstimator):
+    """Base of the estimators: classifiers whose ``transform`` gives the soft-threshold features.
+
+    Subclasses declare their parameters and implement ``fit``.
+    """
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.transformer_tags.preserves_dtype = ["float32"]  # features are float32, like the Model
+        return tags
 
     def _check_params(self) -> None:
+        if not (np.isfinite(self.mu) and self.mu >= 0):
+            raise ValueError(f"mu must be a finite number >= 0, got {self.mu!r}")
         if not isinstance(self.n_atoms, Integral) or isinstance(self.n_atoms, bool) or self.n_atoms < 1:
             raise ValueError(f"n_atoms must be an integer >= 1, got {self.n_atoms!r}")
         if self.preprocess not in KINDS:
@@ -36,6 +46,8 @@ class SoftThresholdBase(ClassifierMixin, BaseEstimator):
         X, y = validate_data(self, X, y, dtype=[np.float64, np.float32], ensure_min_samples=2)
         check_classification_targets(y)
         self.classes_, y_index = np.unique(y, return_inverse=True)
+        if self.classes_.dtype == object:  # e.g. pandas strings: stored as text, never pickled
+            self.classes_ = self.classes_.astype(str)
         if len(self.classes_) < 2:
             raise ValueError(
                 f"y has a single class ({self.classes_[0]!r}); a classifier needs at least 2 classes"
@@ -65,12 +77,16 @@ class SoftThresholdBase(ClassifierMixin, BaseEstimator):
         rng = check_random_state(self.random_state)
         self.preprocess_ = Preprocess.fit(self.preprocess, X)
         Z = self.preprocess_.apply(X)
+        targets, groups = self._layout(y_index)
+        U0, v0 = problem.initial_atoms(Z, targets, groups, rng, self.init_active_fraction)
+        return Z, targets, groups, U0, v0, rng
+
+    def _layout(self, y_index: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """One-vs-all heads (one head for two classes): ``targets`` [H, m], ``groups`` [H, N, 2]."""
         targets = problem.binary_heads(y_index, len(self.classes_))
         fractions = self._positive_fractions(targets)
         signs = np.stack([problem.atom_signs(self.n_atoms, f) for f in fractions])
-        groups = problem.sign_groups(signs)
-        U0, v0 = problem.initial_atoms(Z, targets, groups, rng, self.init_active_fraction)
-        return Z, targets, groups, U0, v0, rng
+        return targets, problem.sign_groups(signs)
 
     def _positive_fractions(self, targets: np.ndarray) -> np.ndarray:
         """Fraction of +1 signs per head: the positive-class frequency ("auto") or a fixed value."""
@@ -82,15 +98,21 @@ class SoftThresholdBase(ClassifierMixin, BaseEstimator):
         return np.full(targets.shape[0], ratio)
 
     def _store_solution(self, U: np.ndarray, v: np.ndarray, groups: np.ndarray, fit_seconds: float) -> None:
-        """Keep the learned ``D = U / v`` and output weights ``w = s * v``; build the Model."""
+        """Keep the learned ``D = U / v`` and output weights; build the Model.
+
+        Two groups (a binary head): ``w = s * v``, the score is positive-group minus negative-group.
+        More groups (one shared dictionary): atom j adds ``v_j`` to its class's score only.
+        """
         n_heads, n_features, n_atoms = U.shape
         D = U / v[:, None, :]
-        signed_v = (groups[..., 1] - groups[..., 0]) * v  # [H, N]
         self.dictionary_ = np.concatenate(list(D), axis=1).astype(np.float32)
-        weights = np.zeros((n_heads * n_atoms, n_heads), dtype=np.float32)
-        for h in range(n_heads):
-            weights[h * n_atoms:(h + 1) * n_atoms, h] = signed_v[h]
-        self.coef_ = weights
+        if groups.shape[-1] > 2:
+            self.coef_ = (groups[0] * v[0][:, None]).astype(np.float32)
+        else:
+            signed_v = (groups[..., 1] - groups[..., 0]) * v  # [H, N]
+            self.coef_ = np.zeros((n_heads * n_atoms, n_heads), dtype=np.float32)
+            for h in range(n_heads):
+                self.coef_[h * n_atoms:(h + 1) * n_atoms, h] = signed_v[h]
         self.fit_time_ = fit_seconds
         self.model_ = Model(self.dictionary_, self.coef_, self.classes_, 1.0, self.preprocess_,
                             self._model_meta())
@@ -113,7 +135,8 @@ class SoftThresholdBase(ClassifierMixin, BaseEstimator):
 
     def decision_function(self, X) -> np.ndarray:
         """Scores with the exact soft threshold: [n] for binary (> 0 means ``classes_[1]``), else [n, C]."""
-        return self.model_.decision_function(self._check_predict_input(X))
+        X = self._check_predict_input(X)
+        return self.model_.decision_function(X)
 
     def predict(self, X) -> np.ndarray:
         """Predicted labels."""
@@ -121,7 +144,8 @@ class SoftThresholdBase(ClassifierMixin, BaseEstimator):
 
     def transform(self, X) -> np.ndarray:
         """The sparse soft-threshold features ``max(0, D^T z - 1)``, [n, total atoms]."""
-        return self.model_.features(self._check_predict_input(X))
+        X = self._check_predict_input(X)
+        return self.model_.features(X)
 
     def feature_sparsity(self, X) -> float:
         """Fraction of exactly-zero features on ``X`` (the paper reports 96.7 % on MNIST)."""

@@ -41,11 +41,11 @@ def _register_train(subparsers: argparse._SubParsersAction) -> None:
                    help="LAST only: sub-problem solver, e.g. adam or subgradient (the paper's); "
                         "default: LASTClassifier's")
     p.add_argument("--max-dca-iter", type=int, default=None, metavar="K",
-                   help="LAST only: DCA iterations (default 50)")
+                   help="LAST only: DCA iterations (default: LASTClassifier's, the paper's 50)")
     p.add_argument("--inner-iter", type=int, default=None, metavar="T",
-                   help="LAST only: iterations per sub-problem (default 1000 full batch, 5000 minibatch)")
-    p.add_argument("--max-iter", type=int, default=None,
-                   help="sgd/adam only: iterations of the final run (default 250000)")
+                   help="LAST only: iterations per sub-problem (default: LASTClassifier's rule)")
+    p.add_argument("--max-iter", type=int, default=None, metavar="N",
+                   help="sgd/adam only: iterations of the final run (default: the paper's 250000)")
     p.add_argument("--seed", type=int, default=0, help="seeds the split and the training (default 0)")
     p.add_argument("--label-column", default="-1", metavar="C",
                    help="CSV label column: name (with a header) or index (default -1, the last)")
@@ -89,7 +89,7 @@ def run_train(args: argparse.Namespace) -> int:
         warnings.simplefilter("always", ConvergenceWarning)
         estimator.fit(data.X_train, data.y_train)
     for warning in caught:
-        print(f"lastedge train: warning: {warning.message}", file=sys.stderr)
+        print(f"lastedge train: warning: {str(warning.message).splitlines()[0]}", file=sys.stderr)
     summary = _evaluate(estimator, data)
     model = estimator.to_model()
     model = dataclasses.replace(model, meta={**model.meta, "data": summary["data"],
@@ -116,15 +116,12 @@ def make_estimator(args: argparse.Namespace) -> Any:
         if args.max_iter is not None:
             raise ValueError("--max-iter applies to --method sgd/adam; LAST uses --max-dca-iter")
         given = {k: v for k, v in last_only.items() if v is not None}
-        estimator = LASTClassifier(**common, **given)
-    else:
-        given = [f"--{k.replace('_', '-')}" for k, v in last_only.items() if v is not None]
-        if given:
-            raise ValueError(f"{', '.join(given)} apply to --method last only")
-        extra = {} if args.max_iter is None else {"max_iter": args.max_iter}
-        estimator = SGDSoftThresholdClassifier(**common, optimizer=args.method, **extra)
-    estimator._check_params()  # refuse bad settings before reading data and training
-    return estimator
+        return LASTClassifier(**common, **given)
+    given = [f"--{k.replace('_', '-')}" for k, v in last_only.items() if v is not None]
+    if given:
+        raise ValueError(f"{', '.join(given)} apply to --method last only")
+    extra = {} if args.max_iter is None else {"max_iter": args.max_iter}
+    return SGDSoftThresholdClassifier(**common, optimizer=args.method, **extra)
 
 
 def _check_out(out: str) -> Path:

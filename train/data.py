@@ -83,10 +83,12 @@ def _load_npz(path: Path) -> Dataset:
 
 def _check_part(X: np.ndarray, y: np.ndarray, what: str) -> None:
     if X.ndim != 2 or y.ndim != 1 or len(X) != len(y):
-        raise ValueError(f"{what} must be [rows, features] and [rows], got shapes {X.shape} and {y.shape}")
+        raise ValueError(f"{what} must be [rows, features] and [rows], "
+                         f"got shapes {X.shape} and {y.shape}")
 
 
-def load_csv(path: str | Path, label_column: str | int | None = -1) -> tuple[np.ndarray, np.ndarray | None]:
+def load_csv(path: str | Path,
+             label_column: str | int | None = -1) -> tuple[np.ndarray, np.ndarray | None]:
     """Rows of a CSV file as ``(X float64 [m, n], y labels [m])``; ``y`` is None when
     ``label_column`` is None (every column is a feature).
 

@@ -32,6 +32,7 @@ class DCASettings:
     max_dca_iter: int
     tol: float
     inner_solver: InnerSolver | LBFGSSolver
+    mu: float = 0.0
 
 
 @dataclass
@@ -58,7 +59,7 @@ def run_dca(data: Data, U: Tensor, v: Tensor, settings: DCASettings, seed: int,
     start = time.perf_counter()
     full_batch = settings.inner_solver.batch_size is None
     U, v = U.clone(), v.clone()
-    objective = full_objective(data, U, v, settings.beta, settings.nu)
+    objective = full_objective(data, U, v, settings.beta, settings.nu, settings.mu)
     history: list[list[dict]] = [[] for _ in range(n_heads)]
     converged = torch.zeros(n_heads, dtype=torch.bool)
     for k in range(settings.max_dca_iter):
@@ -67,9 +68,10 @@ def run_dca(data: Data, U: Tensor, v: Tensor, settings: DCASettings, seed: int,
             break
         heads = active.to(U.device)
         sub_data = Data(data.X, data.targets[heads], data.groups[heads])
-        problem = SubProblem(sub_data, U[heads], v[heads], settings.beta, settings.nu, settings.eps)
+        problem = SubProblem(sub_data, U[heads], v[heads], settings.beta, settings.nu, settings.eps,
+                             settings.mu)
         new_U, new_v, step = settings.inner_solver.solve(problem, U[heads], v[heads], seed + 7919 * k)
-        new_objective = full_objective(sub_data, new_U, new_v, settings.beta, settings.nu)
+        new_objective = full_objective(sub_data, new_U, new_v, settings.beta, settings.nu, settings.mu)
         if full_batch:
             rose = new_objective > objective[heads]
             new_U = torch.where(rose[:, None, None], U[heads], new_U)

@@ -69,21 +69,21 @@ def g_terms(X: Tensor, targets: Tensor, U: Tensor, v: Tensor, groups: Tensor,
     return torch.maximum(target_score, 1.0 + rival_score)
 
 
-def regulariser(v: Tensor, nu: float) -> Tensor:
-    """``(nu/2) ||v||^2`` per head, [H]."""
-    return 0.5 * nu * (v * v).sum(dim=1)
+def regulariser(U: Tensor, v: Tensor, nu: float, mu: float = 0.0) -> Tensor:
+    """``(nu/2) ||v||^2 + (mu/2) ||U||^2`` per head, [H] (``mu = 0`` is the paper's objective)."""
+    return 0.5 * nu * (v * v).sum(dim=1) + 0.5 * mu * (U * U).sum(dim=(1, 2))
 
 
 def objective(X: Tensor, targets: Tensor, U: Tensor, v: Tensor, groups: Tensor,
-              beta: float, nu: float) -> Tensor:
-    """The objective of (P) for each head, [H]: hinge losses summed over samples + (nu/2)||v||^2."""
-    return hinge_losses(X, targets, U, v, groups, beta).sum(dim=1) + regulariser(v, nu)
+              beta: float, nu: float, mu: float = 0.0) -> Tensor:
+    """The objective of (P) for each head, [H]: hinge losses summed over samples + regulariser."""
+    return hinge_losses(X, targets, U, v, groups, beta).sum(dim=1) + regulariser(U, v, nu, mu)
 
 
 def g_value(X: Tensor, targets: Tensor, U: Tensor, v: Tensor, groups: Tensor,
-            beta: float, nu: float) -> Tensor:
+            beta: float, nu: float, mu: float = 0.0) -> Tensor:
     """The convex part ``g`` for each head, [H]."""
-    return g_terms(X, targets, U, v, groups, beta).sum(dim=1) + regulariser(v, nu)
+    return g_terms(X, targets, U, v, groups, beta).sum(dim=1) + regulariser(U, v, nu, mu)
 
 
 def h_value(X: Tensor, targets: Tensor, U: Tensor, v: Tensor, groups: Tensor, beta: float) -> Tensor:

@@ -35,6 +35,32 @@ def binary_heads(y_index: np.ndarray, n_classes: int) -> np.ndarray:
     return (y_index[None, :] == np.arange(n_classes)[:, None]).astype(np.int64)
 
 
+def shared_layout(y_index: np.ndarray, n_classes: int, n_atoms: int, atoms_per_class: str
+                  ) -> tuple[np.ndarray, np.ndarray]:
+    """One head, one group per class: ``targets`` [1, m] (the class), ``groups`` [1, N, C].
+
+    Atoms go to classes in proportion to class frequency ("proportional", largest remainders) or
+    equally ("equal"); every class gets at least one.
+    """
+    if n_atoms < n_classes:
+        raise ValueError(f"multiclass='shared' needs n_atoms >= the number of classes ({n_classes}), "
+                         f"got {n_atoms}")
+    if atoms_per_class == "equal":
+        share = np.full(n_classes, n_atoms / n_classes)
+    elif atoms_per_class == "proportional":
+        share = np.bincount(y_index, minlength=n_classes) / len(y_index) * n_atoms
+    else:
+        raise ValueError(f"atoms_per_class must be 'proportional' or 'equal', got {atoms_per_class!r}")
+    counts = np.maximum(1, np.floor(share).astype(int))
+    while counts.sum() < n_atoms:
+        counts[np.argmax(share - counts)] += 1
+    while counts.sum() > n_atoms:
+        counts[np.argmax(np.where(counts > 1, counts - share, -np.inf))] -= 1
+    atom_class = np.repeat(np.arange(n_classes), counts)
+    groups = np.eye(n_classes, dtype=np.float32)[atom_class][None]
+    return y_index[None, :].astype(np.int64), groups
+
+
 def sign_groups(signs: np.ndarray) -> np.ndarray:
     """One-hot groups [H, N, 2] from signs [H, N]: group 0 = sign -1, group 1 = sign +1."""
     return np.stack([signs < 0, signs > 0], axis=-1).astype(np.float32)

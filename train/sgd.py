@@ -26,7 +26,7 @@ class SGDSoftThresholdClassifier(SoftThresholdBase):
 
     Parameters
     ----------
-    n_atoms, preprocess, nu, beta, eps, sign_ratio, init_active_fraction, device, n_jobs,
+    n_atoms, preprocess, nu, mu, beta, eps, sign_ratio, init_active_fraction, device, n_jobs,
     random_state, verbose :
         As in :class:`LASTClassifier`.
     optimizer : {"sgd", "adam"}, default="sgd"
@@ -47,7 +47,7 @@ class SGDSoftThresholdClassifier(SoftThresholdBase):
     """
 
     def __init__(self, n_atoms: int = 100, *, preprocess: str = "l2", optimizer: str = "sgd",
-                 nu: float = 1.0, beta: float = 100.0, eps: float = 1e-4, batch_size: int = 10,
+                 nu: float = 1.0, mu: float = 0.0, beta: float = 100.0, eps: float = 1e-4, batch_size: int = 10,
                  max_iter: int = 250_000, step_sizes: tuple[float, ...] | None = None,
                  validation_fraction: float = 0.1, sign_ratio: str | float = "auto",
                  init_active_fraction: float | None = 0.05, device: str = "cpu",
@@ -56,6 +56,7 @@ class SGDSoftThresholdClassifier(SoftThresholdBase):
         self.preprocess = preprocess
         self.optimizer = optimizer
         self.nu = nu
+        self.mu = mu
         self.beta = beta
         self.eps = eps
         self.batch_size = batch_size
@@ -122,7 +123,7 @@ class SGDSoftThresholdClassifier(SoftThresholdBase):
         for t in range(1, n_iter + 1):
             rows = torch.randint(m, (min(int(self.batch_size), m),), generator=generator).to(Z.device)
             loss = objective.hinge_losses(Z[rows], targets[:, rows], U, v, groups, self.beta).mean(1)
-            loss = (loss + objective.regulariser(v, self.nu) / m).sum()
+            loss = (loss + objective.regulariser(U, v, self.nu, self.mu) / m).sum()
             optimizer.zero_grad(set_to_none=True)
             loss.backward()
             optimizer.step()
@@ -132,7 +133,8 @@ class SGDSoftThresholdClassifier(SoftThresholdBase):
                     break  # the step diverged: keep the record, validation rejects it
             if progress is not None and (t % checkpoint == 0 or t == n_iter):
                 with torch.no_grad():
-                    value = objective.objective(Z, targets, U, v, groups, self.beta, self.nu).sum()
+                    value = objective.objective(Z, targets, U, v, groups, self.beta, self.nu,
+                                                self.mu).sum()
                 history.append({"objective": float(value), "iteration": t,
                                 "time": time.perf_counter() - start})
                 progress(len(history) - 1, value)

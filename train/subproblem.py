@@ -49,9 +49,9 @@ class Data:
             yield self.X[start:start + step], self.targets[:, start:start + step]
 
 
-def full_objective(data: Data, U: Tensor, v: Tensor, beta: float, nu: float) -> Tensor:
+def full_objective(data: Data, U: Tensor, v: Tensor, beta: float, nu: float, mu: float = 0.0) -> Tensor:
     """The objective of (P) per head on all rows, accumulated in float64, [H]."""
-    total = objective.regulariser(v.double(), nu)
+    total = objective.regulariser(U.double(), v.double(), nu, mu)
     for X, targets in data.chunks(U.shape[0], U.shape[2]):
         hinge = objective.hinge_losses(X, targets, U, v, data.groups, beta)
         total = total + hinge.double().sum(dim=1)
@@ -72,21 +72,22 @@ def h_gradient(data: Data, U: Tensor, v: Tensor, beta: float) -> tuple[Tensor, T
 class SubProblem:
     """``F_k / m`` for every head, with its value and gradient on a minibatch or on all rows."""
 
-    def __init__(self, data: Data, U_k: Tensor, v_k: Tensor, beta: float, nu: float, eps: float):
-        self.data, self.beta, self.nu, self.eps = data, beta, nu, eps
+    def __init__(self, data: Data, U_k: Tensor, v_k: Tensor, beta: float, nu: float, eps: float,
+                 mu: float = 0.0):
+        self.data, self.beta, self.nu, self.mu, self.eps = data, beta, nu, mu, eps
         self.A, self.b = h_gradient(data, U_k, v_k, beta)
 
     def _linear_part(self, U: Tensor, v: Tensor) -> tuple[Tensor, Tensor, Tensor]:
-        """``((nu/2)||v||^2 - <A,U> - <b,v>) / m`` per head (float64), and its gradient.
+        """``(regulariser - <A,U> - <b,v>) / m`` per head (float64), and its gradient.
 
         The value is accumulated in float64: near a DCA solution the sub-problem changes by less
         than float32 can resolve in these sums, and the best-iterate rule compares such values.
         """
         m = self.data.n_samples
         U64, v64 = U.double(), v.double()
-        value = (0.5 * self.nu * (v64 * v64).sum(1) - (self.A.double() * U64).sum((1, 2))
-                 - (self.b.double() * v64).sum(1)) / m
-        return value, -self.A / m, (self.nu * v - self.b) / m
+        value = (objective.regulariser(U64, v64, self.nu, self.mu)
+                 - (self.A.double() * U64).sum((1, 2)) - (self.b.double() * v64).sum(1)) / m
+        return value, (self.mu * U - self.A) / m, (self.nu * v - self.b) / m
 
     def value_and_grad(self, U: Tensor, v: Tensor, index: Tensor | None = None
                        ) -> tuple[Tensor, Tensor, Tensor]:

@@ -1,0 +1,94 @@
+"""``lastedge inspect FILE``: what a model file holds.
+
+A trained ``.npz`` model: classes, shapes, preprocessing, threshold, cost per sample and the
+training facts recorded in its metadata. An exported ``.onnx``/``.tflite`` file: what
+``lastedge.export.describe`` reports (ops, tensors, metadata, size).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+from typing import Any, Iterable
+
+MAX_CLASSES_SHOWN = 12
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    """Add ``inspect`` to the ``lastedge`` parser."""
+    parser = subparsers.add_parser(
+        "inspect", help="show what a model file (.npz, .onnx, .tflite) holds",
+        description="Print the classes, shapes, preprocessing, MACs per sample and training facts "
+                    "of a trained .npz model, or the ops, tensors and metadata of an exported "
+                    ".onnx/.tflite file (the latter needs lastedge[export]).")
+    parser.add_argument("file", metavar="FILE", help="model file: .npz, .onnx or .tflite")
+    parser.add_argument("--json", action="store_true", help="print one JSON object")
+    parser.set_defaults(func=run_inspect)
+
+
+def run_inspect(args: argparse.Namespace) -> int:
+    """``lastedge inspect``: describe FILE as text or JSON."""
+    from lastedge.runtime.files import sniff
+
+    path = Path(args.file)
+    if not path.is_file():
+        raise FileNotFoundError(f"no such file: {path}")
+    if sniff(path) == "npz":
+        info = model_info(path)
+        lines = model_lines(info)
+    else:
+        from lastedge.export import describe
+        from lastedge.export.describe import summary_lines
+
+        info = describe(path)
+        lines = summary_lines(info)
+    print(json.dumps(info, indent=2) if args.json else "\n".join(lines))
+    return 0
+
+
+def model_info(path: str | Path) -> dict[str, Any]:
+    """The facts of a trained ``.npz`` model file as a JSON-ready dict."""
+    from lastedge.runtime import Model
+
+    path = Path(path)
+    model = Model.load(path)
+    return {
+        "path": str(path), "format": "npz", "size_bytes": path.stat().st_size,
+        "classes": model.classes.tolist(), "n_features": model.n_features,
+        "n_atoms": model.n_atoms, "n_outputs": model.n_outputs,
+        "preprocess": model.preprocess.kind, "alpha": model.alpha,
+        "macs_per_sample": model.macs_per_sample, "meta": model.meta,
+    }
+
+
+def model_lines(info: dict[str, Any]) -> list[str]:
+    """Human-readable lines for a ``model_info`` result."""
+    meta = info["meta"]
+    classes = info["classes"]
+    shown = ", ".join(map(str, classes[:MAX_CLASSES_SHOWN]))
+    if len(classes) > MAX_CLASSES_SHOWN:
+        shown += ", ..."
+    fields = [
+        ("file", f"{info['path']} (lastedge model, {info['size_bytes'] / 1024:.1f} KiB)"),
+        ("classes", f"{len(classes)}: {shown}"),
+        ("features", f"{info['n_features']}, preprocess {info['preprocess']}"),
+        ("atoms", f"{info['n_atoms']} (alpha {info['alpha']:g}), outputs {info['n_outputs']}"),
+        ("MACs/sample", f"{info['macs_per_sample']:,}"),
+    ]
+    if "trainer" in meta:
+        fields.append(("trainer", f"{meta['trainer']}, fit {meta.get('fit_seconds', '?')} s"))
+    if meta.get("params"):
+        fields.append(("params", " ".join(f"{k}={v}" for k, v in sorted(meta["params"].items()))))
+    for key in ("data", "metrics"):  # recorded by ``lastedge train``
+        if isinstance(meta.get(key), dict):
+            fields.append((key, " ".join(f"{k}={v}" for k, v in meta[key].items())))
+    fields.append(("lastedge", str(meta.get("lastedge_version", "unknown"))))
+    return field_lines(fields)
+
+
+def field_lines(fields: Iterable[tuple[str, Any]]) -> list[str]:
+    """``name  value`` lines with the values aligned (shared by ``inspect`` and ``train``)."""
+    fields = list(fields)
+    width = max((len(name) for name, _ in fields), default=0)
+    return [f"{name.ljust(width)}  {value}" for name, value in fields]

@@ -1,0 +1,193 @@
+"""The ``lastedge`` command: train, predict, inspect, demo, and one-line errors."""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from lastedge.cli import main
+from lastedge.runtime import Model
+
+TINY = ["--atoms", "2", "--max-dca-iter", "1", "--inner-iter", "10", "--quiet"]
+
+
+def run(capsys, *argv: str) -> tuple[int, str, str]:
+    code = main([str(a) for a in argv])
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def write_digits_csv(path: Path, digits_data, with_labels: bool = True) -> Path:
+    """150 digits rows of classes 0-2 as CSV with a header; text labels ('zero', ...) first."""
+    keep = digits_data.y_train < 3
+    X = digits_data.X_train[keep][:150]
+    y = np.array(["zero", "one", "two"])[digits_data.y_train[keep][:150]]
+    first = (lambda label: [label]) if with_labels else (lambda label: [])
+    lines = [",".join(first("label") + [f"px{i}" for i in range(X.shape[1])])]
+    lines += [",".join(first(label) + [f"{v:g}" for v in row]) for row, label in zip(X, y)]
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+def test_train_predict_inspect_on_digits(capsys, tmp_path):
+    out_file = tmp_path / "m.npz"
+    code, out, err = run(capsys, "train", "--data", "digits", *TINY, "--preprocess", "center-l2",
+                         "--out", out_file)
+    assert code == 0, err
+    for field in ("train accuracy", "test accuracy", "training time", "feature sparsity",
+                  "MACs/sample"):
+        assert field in out
+    assert "warning: DCA stopped at max_dca_iter=1" in err and len(err.splitlines()) == 1
+    model = Model.load(out_file)
+    assert model.n_atoms == 20 and model.preprocess.kind == "center-l2"
+    assert model.meta["data"]["test_rows"] == 450 and model.meta["params"]["random_state"] == 0
+    test_accuracy = model.meta["metrics"]["test_accuracy"]
+
+    code, out, _ = run(capsys, "predict", out_file, "--data", "digits")
+    assert code == 0
+    assert out.splitlines()[0] == f"accuracy {test_accuracy:.2%} on 450 rows (digits, held-out part)"
+    assert out.splitlines()[1].startswith("predictions (first 10 of 450): ")
+
+    code, out, _ = run(capsys, "predict", out_file, "--data", "digits", "--json")
+    result = json.loads(out)
+    assert result["accuracy"] == pytest.approx(test_accuracy, abs=1e-5)
+    assert len(result["predictions"]) == 450 and set(result["predictions"]) <= set(range(10))
+
+    code, out, _ = run(capsys, "inspect", out_file)
+    assert code == 0
+    assert "classes      10: 0, 1, 2" in out and f"MACs/sample  {model.macs_per_sample:,}" in out
+    assert "trainer      LASTClassifier" in out
+    info = json.loads(run(capsys, "inspect", out_file, "--json")[1])
+    assert (info["n_atoms"], info["n_outputs"], info["n_features"]) == (20, 10, 64)
+    assert info["size_bytes"] == out_file.stat().st_size
+    assert info["meta"]["metrics"]["test_accuracy"] == test_accuracy
+
+
+def test_train_and_predict_on_csv_with_string_labels(capsys, tmp_path, digits_data):
+    csv = write_digits_csv(tmp_path / "three.csv", digits_data)
+    model_file = tmp_path / "three.npz"
+    code, out, err = run(capsys, "train", "--data", csv, "--label-column", "label", *TINY,
+                         "--out", model_file)
+    assert code == 0, err
+    assert "three: 112 train / 38 test rows, 64 features, 3 classes" in out
+    assert sorted(Model.load(model_file).classes.tolist()) == ["one", "two", "zero"]
+
+    code, out, _ = run(capsys, "predict", model_file, "--data", csv, "--label-column", "0", "--json")
+    result = json.loads(out)
+    assert result["rows"] == 150 and set(result["predictions"]) <= {"zero", "one", "two"}
+    assert result["accuracy"] > 0.5  # three easy classes, even with 2 atoms each
+
+    rows = write_digits_csv(tmp_path / "rows.csv", digits_data, with_labels=False)
+    code, out, _ = run(capsys, "predict", model_file, "--data", rows, "--no-labels")
+    assert code == 0 and "accuracy" not in out
+    assert out.startswith("predictions (first 10 of 150): ")
+
+
+@pytest.mark.parametrize("method", ["sgd", "adam"])
+def test_train_baselines(capsys, tmp_path, method):
+    code, out, err = run(capsys, "train", "--data", "digits", "--atoms", "2", "--method", method,
+                         "--max-iter", "20", "--quiet", "--json", "--out", tmp_path / "b.npz")
+    assert code == 0, err
+    summary = json.loads(out)
+    assert 0 <= summary["metrics"]["test_accuracy"] <= 1
+    meta = Model.load(tmp_path / "b.npz").meta
+    assert meta["trainer"] == "SGDSoftThresholdClassifier" and meta["params"]["optimizer"] == method
+
+
+@pytest.mark.parametrize("fmt", ["onnx", "tflite"])
+def test_inspect_exported_files(capsys, tmp_path, tiny_model_file, fmt):
+    export = pytest.importorskip("lastedge.export")
+    for module in (("onnx", "onnxruntime") if fmt == "onnx" else ("flatbuffers", "ai_edge_litert")):
+        pytest.importorskip(module)
+    path = tmp_path / f"m.{fmt}"
+    getattr(export, f"to_{fmt}")(Model.load(tiny_model_file), path)
+    code, out, _ = run(capsys, "inspect", path)
+    assert code == 0 and out.startswith(f"{path}: {fmt}") and "ops: " in out
+    info = json.loads(run(capsys, "inspect", path, "--json")[1])
+    assert info["format"] == fmt and info["metadata"]["classes"] == list(range(10))
+    exported = json.loads(run(capsys, "predict", path, "--data", "digits", "--json")[1])
+    original = json.loads(run(capsys, "predict", tiny_model_file, "--data", "digits", "--json")[1])
+    assert exported["predictions"] == original["predictions"]
+
+
+def test_demo_quick(capsys, tmp_path):
+    pytest.importorskip("onnxruntime")
+    pytest.importorskip("ai_edge_litert")
+    code, out, err = run(capsys, "demo", "--quick", "--out", tmp_path)
+    assert code == 0, err
+    comparison, exports = out.split("export to")
+    assert "test error %" in comparison and "sparsity" in comparison
+    for method in ("LAST (4 atoms/class, K=2)", "SGD (4 atoms/class, 50 steps)", "LinearSVC"):
+        assert method in comparison
+    for name in ("digits.npz", "digits-fp32.onnx", "digits-int8.onnx", "digits-fp32.tflite",
+                 "digits-int8.tflite"):
+        assert (tmp_path / name).is_file()
+        assert len(re.findall(rf"^{re.escape(name)}\s", exports, re.M)) == 2  # export and bench rows
+    assert "p50 us" in exports and "demo took" in exports
+
+
+def test_demo_without_export_extra_still_benchmarks_the_npz(capsys, tmp_path, monkeypatch):
+    import lastedge.export
+
+    def missing(*args, **kwargs):
+        raise ImportError('onnx is not installed: pip install "lastedge[export]"')
+
+    monkeypatch.setattr(lastedge.export, "export_all", missing)
+    code, out, _ = run(capsys, "demo", "--quick", "--out", tmp_path)
+    assert code == 0
+    assert 'export skipped: onnx is not installed: pip install "lastedge[export]"' in out
+    assert re.search(r"^digits\.npz\s+numpy", out, re.M)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["digits.npz"]
+
+
+@pytest.fixture()
+def bad_files(tmp_path):
+    (tmp_path / "corrupt.npz").write_bytes(b"PK\x03\x04 not really a zip")
+    (tmp_path / "notes.txt").write_text("hello")
+    (tmp_path / "narrow.csv").write_text("1,2,0\n3,4,1\n")
+    return tmp_path
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["train", "--data", "missing.csv", *TINY, "--out", "{d}/m.npz"],
+     "neither 'digits' nor an existing file"),
+    (["train", "--data", "digits", "--atoms", "0", "--out", "{d}/m.npz"],
+     "n_atoms must be an integer >= 1, got 0"),
+    (["train", "--data", "digits", *TINY, "--out", "{d}/m.txt"], "--out must name a .npz file"),
+    (["train", "--data", "digits", *TINY, "--out", "{d}/no/m.npz"], "folder .* does not exist"),
+    (["train", "--data", "{d}/notes.txt", *TINY, "--out", "{d}/m.npz"],
+     "unsupported data file 'notes.txt'"),
+    (["train", "--data", "digits", "--atoms", "2", "--method", "sgd", "--max-dca-iter", "3",
+      "--out", "{d}/m.npz"], "--max-dca-iter apply to --method last only"),
+    (["predict", "{d}/corrupt.npz", "--data", "digits"], "not a readable lastedge model file"),
+    (["predict", "{model}", "--data", "{d}/narrow.csv"], "X has 2 features, the model expects 64"),
+    (["predict", "{model}", "--data", "digits", "--no-labels"],
+     "--no-labels applies to CSV files only"),
+    (["inspect", "{d}/corrupt.npz"], "not a readable lastedge model file"),
+    (["inspect", "{d}/notes.txt"], "notes.txt is not a model file"),
+    (["inspect", "{d}/missing.npz"], "no such file"),
+], ids=["missing-data", "zero-atoms", "out-not-npz", "out-folder", "unknown-data-format",
+        "option-of-other-method", "corrupt-model", "wrong-width", "no-labels-not-csv",
+        "inspect-corrupt", "inspect-unknown-format", "inspect-missing"])
+def test_user_errors_are_one_line(capsys, bad_files, tiny_model_file, argv, message):
+    argv = [a.format(d=bad_files, model=tiny_model_file) for a in argv]
+    code, out, err = run(capsys, *argv)
+    assert code == 1
+    assert len(err.splitlines()) == 1 and "Traceback" not in err
+    assert err.startswith(f"lastedge {argv[0]}: error: ")
+    assert re.search(message, err), err
+    assert not (bad_files / "m.npz").exists()
+
+
+def test_console_script_help():
+    script = Path(sys.executable).parent / "lastedge"
+    result = subprocess.run([str(script), "--help"], capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0
+    for command in ("train", "predict", "export", "bench", "inspect", "demo"):
+        assert command in result.stdout

@@ -1,0 +1,56 @@
+"""The example scripts run as a user runs them (in a fresh folder) and print what they promise."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
+
+
+def run_example(name: str, cwd: Path, *args: str) -> str:
+    result = subprocess.run([sys.executable, str(EXAMPLES / name), *args], cwd=cwd,
+                            capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stderr[-2000:]
+    return result.stdout
+
+
+def test_quickstart(tmp_path):
+    pytest.importorskip("onnxruntime")
+    pytest.importorskip("ai_edge_litert")
+    out = run_example("quickstart.py", tmp_path)
+    accuracy = float(re.search(r"test accuracy ([\d.]+)%", out).group(1))
+    assert accuracy > 90
+    predicted, true = re.search(r"predicted \[(.*)\] true \[(.*)\]", out).groups()
+    assert len(predicted.split()) == len(true.split()) == 10
+    tflite_accuracy = float(re.search(r"^accuracy ([\d.]+)$", out, re.M).group(1))
+    assert tflite_accuracy == pytest.approx(accuracy / 100, abs=5e-5)  # fp32 export: same predictions
+    for name in ("digits.npz", "digits.onnx", "digits.tflite"):
+        assert (tmp_path / name).is_file()
+        assert len(re.findall(rf"^{re.escape(name)}\s", out, re.M)) == 2  # batch 1 and 64
+
+
+def test_own_data_writes_a_demo_csv_when_given_none(tmp_path):
+    out = run_example("own_data.py", tmp_path)
+    assert "no CSV given: wrote a demo file" in out
+    assert "1347 training rows, 450 test rows, 64 features" in out
+    assert float(re.search(r"test accuracy ([\d.]+)%", out).group(1)) > 80
+    assert re.search(r"predicted \['\w+', '\w+', '\w+', '\w+', '\w+'\]", out)
+    assert (tmp_path / "digits.npz").is_file()
+
+
+def test_own_data_trains_on_a_given_csv(tmp_path):
+    rng = np.random.default_rng(0)
+    labels = np.array(["low", "high"])[np.arange(80) % 2]
+    X = rng.normal(size=(80, 3)) + 4.0 * (labels == "high")[:, None]
+    lines = ["kind,a,b,c"] + [f"{k},{a:.4f},{b:.4f},{c:.4f}" for k, (a, b, c) in zip(labels, X)]
+    (tmp_path / "sensors.csv").write_text("\n".join(lines) + "\n")
+    out = run_example("own_data.py", tmp_path, "sensors.csv", "kind")
+    assert "sensors.csv: 60 training rows, 20 test rows, 3 features, classes ['high', 'low']" in out
+    assert "test accuracy 100.00%" in out  # two blobs 4 standard deviations apart
+    assert (tmp_path / "sensors.npz").is_file()

@@ -1,0 +1,143 @@
+"""``train.data.load_dataset`` and ``load_csv``: every source, and clear errors for bad files."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from lastedge.train.data import load_csv, load_dataset
+
+
+def write(path, text: str):
+    path.write_text(text)
+    return path
+
+
+def test_digits_is_a_stratified_75_25_split():
+    data = load_dataset("digits")
+    assert data.X_train.shape == (1347, 64) and data.X_test.shape == (450, 64)
+    assert data.name == "digits" and data.has_test
+    train_share = np.bincount(data.y_train) / len(data.y_train)
+    test_share = np.bincount(data.y_test) / len(data.y_test)
+    np.testing.assert_allclose(train_share, test_share, atol=0.01)
+    again = load_dataset("digits")
+    np.testing.assert_array_equal(data.X_test, again.X_test)  # seed 0 by default
+
+
+def test_npz_with_and_without_test_part(tmp_path):
+    rng = np.random.default_rng(0)
+    X, y = rng.normal(size=(20, 3)), np.arange(20) % 2
+    np.savez(tmp_path / "full.npz", X_train=X[:15], y_train=y[:15], X_test=X[15:], y_test=y[15:])
+    np.savez(tmp_path / "train_only.npz", X_train=X, y_train=y)
+
+    full = load_dataset(str(tmp_path / "full.npz"))
+    np.testing.assert_array_equal(full.X_test, X[15:])
+    np.testing.assert_array_equal(full.y_train, y[:15])
+    assert full.name == "full" and full.has_test
+    train_only = load_dataset(str(tmp_path / "train_only.npz"))
+    assert not train_only.has_test and train_only.X_test.shape == (0, 3)
+    np.testing.assert_array_equal(train_only.X_train, X)
+
+
+def test_csv_with_header_and_string_labels(tmp_path):
+    rows = "\n".join(f"{i},{i * 0.5},{'cat' if i % 2 else 'dog'}" for i in range(8))
+    path = write(tmp_path / "pets.csv", "weight,height,species\n" + rows + "\n")
+    X, y = load_csv(path)
+    assert X.shape == (8, 2) and X[3].tolist() == [3.0, 1.5]
+    assert y.tolist()[:2] == ["dog", "cat"]
+    by_name = load_csv(path, "species")[1]
+    np.testing.assert_array_equal(by_name, y)
+    data = load_dataset(str(path), label_column="species")
+    assert len(data.X_train) == 6 and len(data.X_test) == 2 and set(data.y_test) == {"cat", "dog"}
+
+
+def test_csv_without_header_string_labels_in_first_column(tmp_path):
+    # The first row holds a non-number (a label) but is data, not a header.
+    path = write(tmp_path / "raw.csv", "cat,1,2\ndog,3,4\ncat,5,6\n")
+    X, y = load_csv(path, 0)
+    assert X.tolist() == [[1, 2], [3, 4], [5, 6]]
+    assert y.tolist() == ["cat", "dog", "cat"]
+
+
+def test_csv_without_header_integer_labels_by_index(tmp_path):
+    path = write(tmp_path / "raw.csv", "1.5,2,0\n3,4.25,1\n-1,0,1\n")
+    X, y = load_csv(path)
+    assert y.dtype.kind == "i" and y.tolist() == [0, 1, 1]
+    X_first, y_first = load_csv(path, "0")  # an index given as text, as the CLI passes it
+    assert y_first.tolist() == ["1.5", "3", "-1"]  # not all integers: labels stay text
+    assert X_first.shape == (3, 2)
+
+
+def test_csv_feature_columns_only(tmp_path):
+    path = write(tmp_path / "rows.csv", "a,b\n1,2\n3,4\n")
+    X, y = load_csv(path, None)
+    assert y is None and X.tolist() == [[1, 2], [3, 4]]
+
+
+def test_csv_with_excel_byte_order_mark(tmp_path):
+    path = tmp_path / "excel.csv"
+    path.write_bytes("\ufefflabel,x\n1,0.5\n0,0.25\n".encode("utf-8"))
+    X, y = load_csv(path, "label")
+    assert y.tolist() == [1, 0] and X.tolist() == [[0.5], [0.25]]
+
+
+def test_split_falls_back_to_unstratified_when_a_class_has_one_row(tmp_path):
+    rows = [f"{i},{i % 2}" for i in range(12)] + ["99,7"]  # class 7 has a single row
+    data = load_dataset(str(write(tmp_path / "rare.csv", "\n".join(rows) + "\n")))
+    assert len(data.X_train) + len(data.X_test) == 13
+    assert sorted(np.concatenate([data.y_train, data.y_test]).tolist()).count(7) == 1
+
+
+@pytest.mark.parametrize("name, content, match", [
+    ("ragged.csv", "1,2,0\n3,4\n", r"different numbers of columns \[2, 3\]"),
+    ("text.csv", "x,y\n1,0\nabc,1\n", "a feature cell is not a number"),
+    ("empty.csv", "\n\n", "has no rows"),
+    ("header_only.csv", "x,y\n", "header but no data rows"),
+    ("one_column.csv", "1\n2\n", "no feature columns"),
+    ("data.json", "{}", "unsupported data file 'data.json'"),
+], ids=["ragged", "non-numeric", "empty", "header-only", "label-only", "unknown-extension"])
+def test_bad_files_give_clear_errors(tmp_path, name, content, match):
+    path = write(tmp_path / name, content)
+    with pytest.raises(ValueError, match=match):
+        load_dataset(str(path))
+
+
+def test_unknown_label_column_names_the_columns(tmp_path):
+    path = write(tmp_path / "h.csv", "a,b\n1,2\n3,4\n")
+    with pytest.raises(ValueError, match="label column 'label' not found .*columns are a, b"):
+        load_csv(path, "label")
+    with pytest.raises(ValueError, match="label column 5 is out of range for 2 columns"):
+        load_csv(path, 5)
+
+
+def test_missing_file():
+    with pytest.raises(ValueError, match="neither 'digits' nor an existing file"):
+        load_dataset("no/such/file.csv")
+
+
+def test_npz_missing_keys_or_mismatched_parts(tmp_path):
+    np.savez(tmp_path / "bad.npz", X=np.zeros((3, 2)))
+    with pytest.raises(ValueError, match="bad.npz lacks X_train, y_train"):
+        load_dataset(str(tmp_path / "bad.npz"))
+    np.savez(tmp_path / "half.npz", X_train=np.zeros((3, 2)), y_train=np.zeros(3),
+             X_test=np.zeros((2, 2)))
+    with pytest.raises(ValueError, match="only one of X_test and y_test"):
+        load_dataset(str(tmp_path / "half.npz"))
+    np.savez(tmp_path / "short.npz", X_train=np.zeros((3, 2)), y_train=np.zeros(2))
+    with pytest.raises(ValueError, match=r"shapes \(3, 2\) and \(2,\)"):
+        load_dataset(str(tmp_path / "short.npz"))
+
+
+@pytest.mark.parametrize("content", [b"not a zip archive at all", b"PK\x03\x04truncated"],
+                         ids=["garbage", "truncated-zip"])
+def test_corrupt_npz_is_a_value_error(tmp_path, content):
+    (tmp_path / "c.npz").write_bytes(content)
+    with pytest.raises(ValueError, match="cannot read c.npz as .npz"):
+        load_dataset(str(tmp_path / "c.npz"))
+
+
+def test_npy_named_npz_is_refused(tmp_path):
+    with open(tmp_path / "a.npz", "wb") as f:
+        np.save(f, np.zeros(3))
+    with pytest.raises(ValueError, match="single .npy array"):
+        load_dataset(str(tmp_path / "a.npz"))

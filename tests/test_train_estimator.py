@@ -1,0 +1,205 @@
+"""The estimators' scikit-learn face: the shared checks, seeds, files, the encoder, input errors."""
+
+from __future__ import annotations
+
+import os
+import warnings
+
+import numpy as np
+import pytest
+from sklearn.decomposition import sparse_encode
+from sklearn.exceptions import ConvergenceWarning
+from sklearn.utils.estimator_checks import parametrize_with_checks
+
+from lastedge.runtime import Model
+from lastedge.train import LASTClassifier, SGDSoftThresholdClassifier
+
+FAST_LAST = dict(n_atoms=4, max_dca_iter=2, inner_iter=30, verbose=0, random_state=0)
+FAST_SGD = dict(n_atoms=4, max_iter=100, step_sizes=(0.1,), verbose=0, random_state=0)
+
+
+# check name -> why it is expected to fail (none at present; real trainer bugs are not listed)
+EXPECTED_FAILED_CHECKS: dict[str, str] = {}
+
+
+@parametrize_with_checks(
+    [LASTClassifier(**FAST_LAST), SGDSoftThresholdClassifier(**FAST_SGD)],
+    expected_failed_checks=lambda estimator: EXPECTED_FAILED_CHECKS,
+)
+def test_scikit_learn_checks(estimator, check):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)  # the fast settings stop DCA early
+        check(estimator)
+
+
+@pytest.mark.parametrize("cls", [LASTClassifier, SGDSoftThresholdClassifier])
+def test_estimators_declare_transformer_tags(cls):
+    # They implement ``transform`` (the soft-threshold features), so they are transformers too.
+    assert cls().__sklearn_tags__().transformer_tags.preserves_dtype == ["float32"]
+
+
+def fit_quietly(estimator, X, y):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        return estimator.fit(X, y)
+
+
+def blobs(n_classes: int = 3, m: int = 90, n: int = 5, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
+    rng = np.random.default_rng(seed)
+    y = np.arange(m) % n_classes
+    centres = rng.normal(0.0, 3.0, size=(n_classes, n))
+    return centres[y] + rng.normal(size=(m, n)), y
+
+
+# ------------------------------------------------------------------------------ seeds, files
+@pytest.mark.parametrize("cls, params", [(LASTClassifier, FAST_LAST),
+                                         (SGDSoftThresholdClassifier, FAST_SGD)])
+def test_same_seed_gives_identical_dictionary(cls, params):
+    X, y = blobs()
+    first = fit_quietly(cls(**params), X, y).dictionary_
+    again = fit_quietly(cls(**params), X, y).dictionary_
+    other = fit_quietly(cls(**{**params, "random_state": 1}), X, y).dictionary_
+    np.testing.assert_array_equal(first, again)
+    assert not np.array_equal(first, other)
+
+
+def test_saved_model_gives_identical_scores(tiny_last, digits_data, tmp_path):
+    path = tiny_last.to_model().save(tmp_path / "m.npz")
+    loaded = Model.load(path)
+    X = digits_data.X_test
+    np.testing.assert_array_equal(loaded.decision_function(X), tiny_last.decision_function(X))
+    np.testing.assert_array_equal(loaded.predict(X), tiny_last.predict(X))
+    assert loaded.meta["trainer"] == "LASTClassifier"
+
+
+def test_failed_save_leaves_no_file_behind(tiny_last, tmp_path, monkeypatch):
+    def savez_then_die(file, **arrays):
+        file.write(b"PK\x03\x04 half an archive")
+        raise KeyboardInterrupt  # as if the process were interrupted mid-write
+
+    monkeypatch.setattr(np, "savez", savez_then_die)
+    with pytest.raises(KeyboardInterrupt):
+        tiny_last.to_model().save(tmp_path / "m.npz")
+    assert os.listdir(tmp_path) == []
+
+
+def test_failed_save_keeps_the_previous_file(tiny_last, tmp_path, monkeypatch):
+    path = tiny_last.to_model().save(tmp_path / "m.npz")
+    before = path.read_bytes()
+    monkeypatch.setattr(np, "savez", lambda file, **arrays: (_ for _ in ()).throw(OSError("disk full")))
+    with pytest.raises(OSError, match="disk full"):
+        tiny_last.to_model().save(path)
+    assert path.read_bytes() == before
+    assert os.listdir(tmp_path) == ["m.npz"]
+
+
+# ------------------------------------------------------------------------------ the encoder
+def test_features_are_the_one_sided_soft_threshold(tiny_last, digits_data):
+    X = digits_data.X_test
+    centred = X - X.mean(axis=1, keepdims=True)
+    Z = centred / np.linalg.norm(centred, axis=1, keepdims=True)  # center-l2, independently
+    D = tiny_last.dictionary_.astype(np.float64)
+    pre = Z @ D
+    margin = 1e-5 * (1 + np.abs(Z) @ np.abs(D))  # float32 rounding of the model's MatMul
+    features = tiny_last.transform(X)
+
+    np.testing.assert_array_less(np.abs(features - np.maximum(pre - 1.0, 0.0)), margin)
+    assert np.all(features[pre < 1 - margin] == 0)  # exactly zero below the threshold
+    assert np.all(features[pre > 1 + margin] > 0)
+    assert 0.05 < np.mean(features == 0) < 0.95  # both sides of the threshold are exercised
+    encoded = sparse_encode(Z, D.T, algorithm="threshold", alpha=1.0, positive=True)
+    np.testing.assert_array_less(np.abs(features - encoded), margin)
+
+
+# ------------------------------------------------------------------------------ bad input
+def with_value(X: np.ndarray, value: float) -> np.ndarray:
+    X = X.copy()
+    X[3, 1] = value
+    return X
+
+
+@pytest.mark.parametrize("cls", [LASTClassifier, SGDSoftThresholdClassifier])
+@pytest.mark.parametrize("change, error, match", [
+    (lambda X, y: (with_value(X, np.nan), y), ValueError, "NaN"),
+    (lambda X, y: (with_value(X, -np.inf), y), ValueError, "infinity"),
+    (lambda X, y: (X, np.zeros_like(y)), ValueError, "single class"),
+    (lambda X, y: (X[:0], y[:0]), ValueError, "0 sample"),
+    (lambda X, y: (X[:10], y[:9]), ValueError, "inconsistent numbers of samples"),
+], ids=["nan", "inf", "one-class", "empty", "length-mismatch"])
+def test_bad_training_data_is_refused(cls, change, error, match):
+    X, y = change(*blobs())
+    with pytest.raises(error, match=match):
+        cls(verbose=0).fit(X, y)
+
+
+@pytest.mark.parametrize("params, match", [
+    ({"n_atoms": 0}, "n_atoms must be an integer >= 1, got 0"),
+    ({"n_atoms": 2.5}, "n_atoms must be an integer >= 1"),
+    ({"preprocess": "zscore"}, "preprocess must be one of .* got 'zscore'"),
+    ({"inner_solver": "newton"}, "inner_solver must be one of .* got 'newton'"),
+    ({"max_dca_iter": 0}, "max_dca_iter must be >= 1"),
+])
+def test_bad_parameters_are_refused(params, match):
+    X, y = blobs()
+    with pytest.raises(ValueError, match=match):
+        LASTClassifier(**{**FAST_LAST, **params}).fit(X, y)
+
+
+def test_sgd_refuses_unknown_optimizer():
+    X, y = blobs()
+    with pytest.raises(ValueError, match="optimizer must be one of .* got 'rmsprop'"):
+        SGDSoftThresholdClassifier(**FAST_SGD, optimizer="rmsprop").fit(X, y)
+
+
+def test_wrong_width_or_nan_at_predict_is_refused(tiny_last, digits_data):
+    with pytest.raises(ValueError, match="10 features.*expecting 64"):
+        tiny_last.predict(digits_data.X_test[:, :10])
+    X = digits_data.X_test[:5].copy()
+    X[0, 0] = np.nan
+    with pytest.raises(ValueError, match="NaN"):
+        tiny_last.decision_function(X)
+
+
+# ------------------------------------------------------------------------------ shapes
+def test_string_labels_round_trip():
+    X, y = blobs(n_classes=2)
+    labels = np.array(["cat", "dog"])[y]
+    clf = fit_quietly(LASTClassifier(**FAST_LAST), X, labels)
+    assert clf.classes_.tolist() == ["cat", "dog"]
+    predicted = clf.predict(X)
+    assert set(predicted) <= {"cat", "dog"}
+    assert np.mean(predicted == labels) > 0.9  # well-separated blobs
+    np.testing.assert_array_equal(clf.to_model().predict(X), predicted)
+
+
+def test_binary_shapes_and_history():
+    X, y = blobs(n_classes=2)
+    clf = fit_quietly(LASTClassifier(**FAST_LAST), X, y)
+    scores = clf.decision_function(X)
+    assert scores.shape == (len(X),)
+    np.testing.assert_array_equal(clf.predict(X), clf.classes_[(scores > 0).astype(int)])
+    assert clf.coef_.shape == (FAST_LAST["n_atoms"], 1)
+    assert isinstance(clf.history_, list) and 1 <= len(clf.history_) <= FAST_LAST["max_dca_iter"]
+    for record in clf.history_:
+        assert set(record) == {"objective", "step", "change", "time"}
+        assert np.isfinite(record["objective"])
+    times = [record["time"] for record in clf.history_]
+    assert times == sorted(times)
+
+
+def test_one_vs_all_shapes_and_history():
+    X, y = blobs(n_classes=3)
+    clf = fit_quietly(LASTClassifier(**FAST_LAST), X, y)
+    assert clf.decision_function(X).shape == (len(X), 3)
+    assert clf.dictionary_.shape == (X.shape[1], 3 * FAST_LAST["n_atoms"])
+    assert clf.coef_.shape == (3 * FAST_LAST["n_atoms"], 3)
+    assert len(clf.history_) == 3
+    for head in clf.history_:
+        assert isinstance(head, list) and len(head) >= 1
+        assert all(set(record) == {"objective", "step", "change", "time"} for record in head)
+
+
+def test_convergence_warning_when_max_dca_iter_is_hit():
+    X, y = blobs(n_classes=2)
+    with pytest.warns(ConvergenceWarning, match="max_dca_iter=1"):
+        LASTClassifier(**{**FAST_LAST, "max_dca_iter": 1, "tol": 0.0}).fit(X, y)
