@@ -1,0 +1,307 @@
+"""What the accuracy benchmarks share: the methods, one timed run, the table and the JSON file.
+
+Used by ``digits.py`` and ``textures.py``. Every method is built from the same few facts (atoms per
+head, number of heads, preprocessing, seed, budget), fitted once with its training time measured,
+and scored on the test set.
+"""
+
+from __future__ import annotations
+
+import argparse
+import difflib
+import json
+import platform
+import sys
+import time
+import warnings
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import sklearn
+import torch
+from sklearn.model_selection import GridSearchCV
+from sklearn.pipeline import make_pipeline
+from sklearn.preprocessing import FunctionTransformer
+from sklearn.svm import SVC, LinearSVC
+from threadpoolctl import threadpool_limits
+
+from lastedge.runtime import Preprocess
+from lastedge.train import LASTClassifier, SGDSoftThresholdClassifier
+from lastedge.train.baselines import SoftThresholdEncoderSVM
+
+# The paper runs SGD for 250000 minibatch iterations; at ~2 ms an iteration on this 2-core machine
+# (plus 4 step-size trials of 1/5 the budget each) that is ~15 minutes a fit, so we use 20000.
+SGD_ITER = 20_000
+CV_FOLDS = 3
+PREDICT_REPEATS = 5
+
+
+@dataclass(frozen=True)
+class Budget:
+    """Training budgets: the library defaults (and ``SGD_ITER``), or tiny ones for ``--quick``."""
+
+    quick: bool = False
+
+    @property
+    def last(self) -> dict[str, int]:
+        return {"max_dca_iter": 2, "inner_iter": 100} if self.quick else {}
+
+    @property
+    def sgd_iter(self) -> int:
+        return 500 if self.quick else SGD_ITER
+
+
+@dataclass(frozen=True)
+class Setting:
+    """What a method is built from: atoms per head, heads, preprocessing, seed and budget."""
+
+    n_atoms: int
+    n_heads: int
+    preprocess: str
+    seed: int
+    budget: Budget
+
+
+@dataclass(frozen=True)
+class Method:
+    label: str
+    build: Callable[[Setting], Any]
+    uses_atoms: bool = True
+
+
+class WidenedGridSearch:
+    """``GridSearchCV`` over log-spaced grids that widens any grid whose best value is on its edge.
+
+    Each widening adds two more decades on the side of the edge; after ``max_widenings`` the search
+    stops and ``on_edge_`` says whether the best is still on an edge.
+    """
+
+    def __init__(self, estimator, grid: dict[str, list[float]], max_widenings: int = 3):
+        self.estimator, self.grid, self.max_widenings = estimator, grid, max_widenings
+
+    def fit(self, X: np.ndarray, y: np.ndarray) -> WidenedGridSearch:
+        grid = {name: sorted(values) for name, values in self.grid.items()}
+        for _ in range(self.max_widenings + 1):
+            search = GridSearchCV(self.estimator, grid, cv=CV_FOLDS).fit(X, y)
+            edges = {name: _edge(values, search.best_params_[name]) for name, values in grid.items()}
+            if not any(edges.values()):
+                break
+            for name, side in edges.items():
+                if side:
+                    grid[name] = _widen(grid[name], side)
+        self.best_estimator_, self.best_params_ = search.best_estimator_, search.best_params_
+        self.grid_ = grid
+        self.on_edge_ = any(edges.values())
+        return self
+
+    def predict(self, X: np.ndarray) -> np.ndarray:
+        return self.best_estimator_.predict(X)
+
+    def notes(self) -> str:
+        chosen = ", ".join(f"{name.split('__')[-1]}={value:g}" for name, value in self.best_params_.items())
+        return chosen + (" (on the grid's edge)" if self.on_edge_ else "")
+
+
+def _edge(values: list[float], best: float) -> str | None:
+    return "low" if best == values[0] else "high" if best == values[-1] else None
+
+
+def _widen(values: list[float], side: str) -> list[float]:
+    if side == "low":
+        return [values[0] / 100, values[0] / 10] + values
+    return values + [values[-1] * 10, values[-1] * 100]
+
+
+def _svm_pipeline(setting: Setting, svm) -> Any:
+    return make_pipeline(FunctionTransformer(Preprocess(setting.preprocess).apply), svm)
+
+
+def _linear_svm(s: Setting) -> WidenedGridSearch:
+    svm = LinearSVC(max_iter=10_000, random_state=s.seed)
+    return WidenedGridSearch(_svm_pipeline(s, svm), {"linearsvc__C": [0.01, 0.1, 1, 10, 100]})
+
+
+def _rbf_svm(s: Setting) -> WidenedGridSearch:
+    grid = {"svc__C": [0.1, 1, 10, 100, 1000], "svc__gamma": [0.1, 1, 10, 100, 1000]}
+    return WidenedGridSearch(_svm_pipeline(s, SVC(kernel="rbf")), grid)
+
+
+def _last(solver: str) -> Callable[[Setting], LASTClassifier]:
+    return lambda s: LASTClassifier(s.n_atoms, preprocess=s.preprocess, inner_solver=solver,
+                                    random_state=s.seed, verbose=0, **s.budget.last)
+
+
+def _sgd(optimizer: str) -> Callable[[Setting], SGDSoftThresholdClassifier]:
+    return lambda s: SGDSoftThresholdClassifier(s.n_atoms, preprocess=s.preprocess, optimizer=optimizer,
+                                                max_iter=s.budget.sgd_iter, random_state=s.seed, verbose=0)
+
+
+def _encoder_svm(s: Setting) -> SoftThresholdEncoderSVM:
+    # One dictionary shared by all classes, as large as LAST's n_atoms per head x heads.
+    return SoftThresholdEncoderSVM(s.n_atoms * s.n_heads, dictionary="kmeans", alpha=None, C=None,
+                                   preprocess=s.preprocess, random_state=s.seed)
+
+
+METHODS: dict[str, Method] = {
+    "last-lbfgs": Method("LAST (L-BFGS inner solver)", _last("lbfgs")),
+    "last-adam": Method("LAST (Adam inner solver)", _last("adam")),
+    "last-subgradient": Method("LAST (subgradient, paper)", _last("subgradient")),
+    "sgd": Method("SGD", _sgd("sgd")),
+    "sgd-adam": Method("SGD (Adam)", _sgd("adam")),
+    "kmeans-svm": Method("k-means + soft threshold + linear SVM", _encoder_svm),
+    "linear-svm": Method("linear SVM", _linear_svm, uses_atoms=False),
+    "rbf-svm": Method("RBF SVM", _rbf_svm, uses_atoms=False),
+}
+
+
+def run_method(key: str, setting: Setting, data: tuple[np.ndarray, ...], task: str) -> dict[str, Any]:
+    """Fit one method once (timed), then score it; returns one result row."""
+    X_train, y_train, X_test, y_test = data
+    model = METHODS[key].build(setting)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        start = time.perf_counter()
+        model.fit(X_train, y_train)
+        train_s = time.perf_counter() - start
+    predictions, predict_s = _timed_predict(model, X_test)
+    uses_atoms = METHODS[key].uses_atoms
+    return {
+        "task": task, "method": key, "label": METHODS[key].label,
+        "n_atoms": setting.n_atoms if uses_atoms else None,
+        "error_pct": 100.0 * float(np.mean(predictions != y_test)),
+        "train_s": train_s, "predict_ms": 1000.0 * predict_s,
+        "zeros_pct": 100.0 * model.feature_sparsity(X_test) if uses_atoms else None,
+        "notes": _notes(model),
+        "warnings": sorted({f"{w.category.__name__}: {w.message}" for w in caught}),
+    }
+
+
+def _timed_predict(model, X: np.ndarray) -> tuple[np.ndarray, float]:
+    """Predictions and the best time of ``PREDICT_REPEATS`` calls on the whole set, one BLAS thread.
+
+    On a shared 2-core machine a multi-threaded BLAS call waits for a time slice (the median of a
+    0.5 ms product measured 12 ms); one thread and the best of several calls measure the method.
+    """
+    times = []
+    with threadpool_limits(limits=1):
+        for _ in range(PREDICT_REPEATS):
+            start = time.perf_counter()
+            predictions = model.predict(X)
+            times.append(time.perf_counter() - start)
+    return predictions, min(times)
+
+
+def _notes(model) -> str:
+    """The fitted choices worth a glance: DCA iterations, the SGD step, alpha and C, SVM grid."""
+    if isinstance(model, WidenedGridSearch):
+        return model.notes()
+    if isinstance(model, LASTClassifier):
+        return f"{model.n_iter_} DCA it, {int(model.converged_.sum())}/{model.converged_.size} converged"
+    if isinstance(model, SGDSoftThresholdClassifier):
+        return f"step={model.step_:g}, {model.n_iter_} it"
+    return f"alpha={model.alpha_:.4g}, C={model.C_:g}, {model.n_atoms} atoms"
+
+
+def run_all(methods: list[str], n_atoms: list[int], data: tuple[np.ndarray, ...], task: str,
+            preprocess: str, seed: int, budget: Budget) -> list[dict[str, Any]]:
+    """Every method (atom-free ones once) on one task, printing progress to stderr."""
+    n_classes = len(np.unique(data[1]))
+    n_heads = 1 if n_classes == 2 else n_classes
+    rows = []
+    for key in methods:
+        for n in (n_atoms if METHODS[key].uses_atoms else n_atoms[:1]):
+            row = run_method(key, Setting(n, n_heads, preprocess, seed, budget), data, task)
+            print(f"  {task}: {key} N={n if METHODS[key].uses_atoms else '-'}: "
+                  f"{row['error_pct']:.1f} % error, {row['train_s']:.1f} s", file=sys.stderr, flush=True)
+            rows.append(row)
+    return rows
+
+
+# ------------------------------------------------------------------ output
+Column = tuple[str, str, str]  # header, row key, format
+COLUMNS: list[Column] = [
+    ("method", "label", "{}"), ("N", "n_atoms", "{}"), ("test error %", "error_pct", "{:.1f}"),
+    ("train s", "train_s", "{:.1f}"), ("predict ms", "predict_ms", "{:.2f}"),
+    ("zeros %", "zeros_pct", "{:.1f}"), ("chosen", "notes", "{}"),
+]
+
+
+def markdown_table(rows: list[dict[str, Any]], columns: list[Column] = COLUMNS) -> str:
+    """A Markdown table; missing values print as "-"."""
+    lines = ["| " + " | ".join(header for header, _, _ in columns) + " |",
+             "|" + "|".join("---" for _ in columns) + "|"]
+    for row in rows:
+        cells = ["-" if row.get(key) is None else fmt.format(row[key]) for _, key, fmt in columns]
+        lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def notes(budget: Budget) -> str:
+    """The caption every table needs: budgets, what the times include, how they were taken."""
+    return (f"Notes: SGD runs {budget.sgd_iter} iterations (paper: 250000). Train time is one fit "
+            "and includes the method's own model selection (SGD: 4 step-size trials; SVMs and the k-means encoder: "
+            "3-fold CV). Predict: best of 5 calls on the whole test set, one BLAS thread. The linear SVM "
+            "fits an intercept; the k-means encoder's SVM fits none, like LAST (the model has no bias).")
+
+
+def warning_lines(rows: list[dict[str, Any]]) -> list[str]:
+    """One line per method run that raised warnings during fit."""
+    return [f"- {row['task']} {row['method']} N={row['n_atoms']}: {'; '.join(row['warnings'])}"
+            for row in rows if row["warnings"]]
+
+
+def write_json(path: Path, benchmark: str, args: argparse.Namespace, rows: list[dict[str, Any]]) -> None:
+    """Results plus what produced them (arguments, budgets, library versions, machine)."""
+    record = {
+        "benchmark": benchmark,
+        "args": {k: (str(v) if isinstance(v, Path) else v) for k, v in vars(args).items()},
+        "sgd_iter": Budget(args.quick).sgd_iter, "last_budget": Budget(args.quick).last or "defaults",
+        "versions": {"python": platform.python_version(), "numpy": np.__version__,
+                     "sklearn": sklearn.__version__, "torch": torch.__version__},
+        "machine": platform.platform(),
+        "results": rows,
+    }
+    Path(path).write_text(json.dumps(record, indent=2) + "\n")
+
+
+# --------------------------------------------------------------------- CLI
+def parser(description: str) -> argparse.ArgumentParser:
+    """The options both benchmarks take."""
+    p = argparse.ArgumentParser(description=description)
+    p.add_argument("--n-atoms", type=_int_list, default=None,
+                   help="atoms per head, comma separated (default 10,50,100; --quick: 10)")
+    p.add_argument("--methods", type=_method_list, default=list(METHODS),
+                   help=f"comma separated subset of {','.join(METHODS)} (default all)")
+    p.add_argument("--quick", action="store_true",
+                   help="tiny budgets to check the script runs (LAST: 2 DCA x 100 inner "
+                        "iterations; SGD: 500)")
+    p.add_argument("--seed", type=int, default=0, help="random_state of every model (default 0)")
+    p.add_argument("--json", type=Path, default=None, metavar="PATH", help="also write the results here")
+    return p
+
+
+def n_atoms_list(args: argparse.Namespace) -> list[int]:
+    return args.n_atoms or ([10] if args.quick else [10, 50, 100])
+
+
+def _int_list(text: str) -> list[int]:
+    try:
+        values = [int(part) for part in text.split(",")]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected integers separated by commas, got {text!r}") from None
+    if any(v < 1 for v in values):
+        raise argparse.ArgumentTypeError(f"atom counts must be >= 1, got {text!r}")
+    return values
+
+
+def _method_list(text: str) -> list[str]:
+    keys = [part.strip() for part in text.split(",")]
+    for key in keys:
+        if key not in METHODS:
+            close = difflib.get_close_matches(key, METHODS, n=1)
+            hint = f"; did you mean {close[0]!r}?" if close else f"; choose from {','.join(METHODS)}"
+            raise argparse.ArgumentTypeError(f"unknown method {key!r}{hint}")
+    return keys
