@@ -4,7 +4,7 @@ For each file: load time, first inference, then for each batch size a warmup and
 run in alternating rounds across the files (the order reversed every other round) so that drift on
 a shared machine (thermal throttling, a neighbour's job) hits all of them alike. Each call is timed
 alone with ``perf_counter_ns``, garbage collection paused. One result dict per file, schema
-``SCHEMA`` (documented in docs/raspberry-pi.md).
+``SCHEMA`` (documented in the README, "lastedge bench --json schema").
 """
 
 from __future__ import annotations

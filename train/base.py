@@ -19,7 +19,37 @@ from lastedge.runtime.preprocess import KINDS
 from . import problem
 
 
-class SoftThresholdBase(TransformerMixin, ClassifierMixin, BaseEstimator):
+class ModelBackedClassifier:
+    """Prediction through the fitted ``model_`` (a ``runtime.Model``), shared by every trainer.
+
+    Predictions are exactly what the exported file and the device compute.
+    """
+
+    def to_model(self) -> Model:
+        """The trained classifier as a ``lastedge.runtime.Model`` (save, export, run anywhere)."""
+        check_is_fitted(self, "model_")
+        return self.model_
+
+    def _check_predict_input(self, X) -> np.ndarray:
+        check_is_fitted(self, "model_")
+        return validate_data(self, X, reset=False, dtype=[np.float64, np.float32])
+
+    def decision_function(self, X) -> np.ndarray:
+        """Scores with the exact soft threshold: [n] for binary (> 0 means ``classes_[1]``), else [n, C]."""
+        X = self._check_predict_input(X)
+        return self.model_.decision_function(X)
+
+    def predict(self, X) -> np.ndarray:
+        """Predicted labels."""
+        scores = self.decision_function(X)  # checks fitted first: unfitted -> NotFittedError
+        return self.model_.labels_from_scores(scores)
+
+    def feature_sparsity(self, X) -> float:
+        """Fraction of exactly-zero features on ``X`` (the paper reports 96.7 % on MNIST)."""
+        return float(np.mean(self.transform(X) == 0))
+
+
+class SoftThresholdBase(ModelBackedClassifier, TransformerMixin, ClassifierMixin, BaseEstimator):
     """Base of the estimators: classifiers whose ``transform`` gives the soft-threshold features.
 
     Subclasses declare their parameters and implement ``fit``.
@@ -123,30 +153,7 @@ class SoftThresholdBase(TransformerMixin, ClassifierMixin, BaseEstimator):
         return {"trainer": type(self).__name__, "params": params, "lastedge_version": __version__,
                 "n_features": int(self.n_features_in_), "fit_seconds": round(self.fit_time_, 3)}
 
-    # ---------------------------------------------------------------- predict
-    def to_model(self) -> Model:
-        """The trained classifier as a ``lastedge.runtime.Model`` (save, export, run anywhere)."""
-        check_is_fitted(self, "model_")
-        return self.model_
-
-    def _check_predict_input(self, X) -> np.ndarray:
-        check_is_fitted(self, "model_")
-        return validate_data(self, X, reset=False, dtype=[np.float64, np.float32])
-
-    def decision_function(self, X) -> np.ndarray:
-        """Scores with the exact soft threshold: [n] for binary (> 0 means ``classes_[1]``), else [n, C]."""
-        X = self._check_predict_input(X)
-        return self.model_.decision_function(X)
-
-    def predict(self, X) -> np.ndarray:
-        """Predicted labels."""
-        return self.model_.labels_from_scores(self.decision_function(X))
-
     def transform(self, X) -> np.ndarray:
         """The sparse soft-threshold features ``max(0, D^T z - 1)``, [n, total atoms]."""
         X = self._check_predict_input(X)
         return self.model_.features(X)
-
-    def feature_sparsity(self, X) -> float:
-        """Fraction of exactly-zero features on ``X`` (the paper reports 96.7 % on MNIST)."""
-        return float(np.mean(self.transform(X) == 0))

@@ -20,11 +20,13 @@ from sklearn.exceptions import ConvergenceWarning
 from sklearn.model_selection import StratifiedKFold, cross_val_score
 from sklearn.svm import LinearSVC
 from sklearn.utils.multiclass import check_classification_targets
-from sklearn.utils.validation import check_is_fitted, check_random_state, validate_data
+from sklearn.utils.validation import check_random_state, validate_data
 
 from lastedge import __version__
 from lastedge.runtime import Model, Preprocess
 from lastedge.runtime.preprocess import KINDS
+
+from .base import ModelBackedClassifier
 
 DICTIONARIES = ("kmeans", "random")
 # alpha=None: candidate thresholds are the quantiles of the training responses D^T z that leave
@@ -37,7 +39,7 @@ C_GRID = (0.01, 0.1, 1.0, 10.0, 100.0)
 _SEARCH_MAX_ITER, _FINAL_MAX_ITER = 1_000, 10_000
 
 
-class SoftThresholdEncoderSVM(ClassifierMixin, TransformerMixin, BaseEstimator):
+class SoftThresholdEncoderSVM(ModelBackedClassifier, ClassifierMixin, TransformerMixin, BaseEstimator):
     """Fixed dictionary + soft threshold ``max(0, D^T z - alpha)`` + linear SVM (the paper's baseline).
 
     Parameters
@@ -199,34 +201,10 @@ class SoftThresholdEncoderSVM(ClassifierMixin, TransformerMixin, BaseEstimator):
         classes = np.asarray(self.classes_.tolist())  # object arrays of strings -> str dtype
         return Model(self.atoms_ / self.alpha_, weights, classes, 1.0, self.preprocess_, meta)
 
-    # ---------------------------------------------------------------- predict
-    def to_model(self) -> Model:
-        """The trained classifier as a ``lastedge.runtime.Model`` (exact: the SVM has no intercept)."""
-        check_is_fitted(self, "model_")
-        return self.model_
-
-    def _check_predict_input(self, X) -> np.ndarray:
-        check_is_fitted(self, "model_")
-        return validate_data(self, X, reset=False, dtype=[np.float64, np.float32])
-
-    def decision_function(self, X) -> np.ndarray:
-        """SVM scores, computed by the model: [n] for binary (> 0 means ``classes_[1]``), else [n, C]."""
-        X = self._check_predict_input(X)  # before touching model_: unfitted -> NotFittedError
-        return self.model_.decision_function(X)
-
-    def predict(self, X) -> np.ndarray:
-        """Predicted labels."""
-        scores = self.decision_function(X)
-        return self.model_.labels_from_scores(scores)
-
     def transform(self, X) -> np.ndarray:
         """The paper's codes ``max(0, D^T z - alpha)`` with unit-norm atoms, [n, n_atoms]."""
         Z = self.preprocess_.apply(self._check_predict_input(X)).astype(np.float64)
         return np.maximum(Z @ self.atoms_ - self.alpha_, 0.0)
-
-    def feature_sparsity(self, X) -> float:
-        """Fraction of exactly-zero codes on ``X``."""
-        return float(np.mean(self.transform(X) == 0))
 
 
 def _quantile_alphas(responses: np.ndarray) -> list[float]:

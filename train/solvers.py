@@ -250,7 +250,7 @@ class LBFGSSolver:
         x0 = torch.cat([U0.reshape(-1), v0.reshape(-1)]).double().cpu().numpy()
         bounds = [(None, None)] * n_U + [(self.eps, None)] * v0.numel()
         result = minimize(value_and_grad, x0, jac=True, method="L-BFGS-B", bounds=bounds,
-                          options={"maxiter": self.n_iter, "maxcor": 20})
+                          options={"maxiter": self.n_iter, "maxcor": 10})
         U, v = unpack(result.x)
         if result.fun > value_and_grad(x0)[0]:
             U, v = unpack(x0)
