@@ -253,8 +253,12 @@ def warning_lines(rows: list[dict[str, Any]]) -> list[str]:
             for row in rows if row["warnings"]]
 
 
-def write_json(path: Path, benchmark: str, args: argparse.Namespace, rows: list[dict[str, Any]]) -> None:
-    """Results plus what produced them (arguments, budgets, library versions, machine)."""
+def write_json(path: Path, benchmark: str, args: argparse.Namespace, rows: list[dict[str, Any]],
+               extra: dict[str, Any] | None = None) -> None:
+    """Results plus what produced them (arguments, budgets, library versions, machine).
+
+    ``extra`` adds or replaces top-level fields (e.g. a benchmark's own budget).
+    """
     record = {
         "benchmark": benchmark,
         "args": {k: (str(v) if isinstance(v, Path) else v) for k, v in vars(args).items()},
@@ -264,6 +268,8 @@ def write_json(path: Path, benchmark: str, args: argparse.Namespace, rows: list[
         "machine": platform.platform(),
         "results": rows,
     }
+    if extra:
+        record = {**record, **extra, "results": rows}
     Path(path).write_text(json.dumps(record, indent=2) + "\n")
 
 

@@ -1,0 +1,230 @@
+"""LAST with one shared dictionary against one-vs-all, at equal total atoms, on MNIST and USPS.
+
+    python benchmarks/shared_vs_ovr.py [--datasets mnist,usps] [--total-atoms 100,200,...]
+                                       [--train-rows N] [--max-dca-iter K] [--inner-solver S]
+                                       [--quick] [--json PATH] [--plot PATH] [--data ../shared/data]
+
+For each data set and each total atom count T: ``multiclass="shared"`` (one dictionary of T atoms,
+each voting for one class) and ``multiclass="ovr"`` (T / 10 atoms per class, 10 heads, T in all).
+Inputs centred and scaled to unit l2 norm per image (the paper's digits setting). Each model is
+fitted once (timed), scored on the full test set, exported with ``to_model`` and saved to a
+temporary ``.npz``, whose latency the runtime's numpy backend measures (``lastedge.runtime.bench``,
+one thread, standard-normal rows) at batch 1 and batch 1000. Prints one Markdown table; ``--plot``
+draws test error against multiply-accumulates per sample.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import tempfile
+import time
+import warnings
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from sklearn.model_selection import train_test_split
+
+import harness
+from lastedge.runtime import bench
+from lastedge.train import LASTClassifier
+from paper_data import DEFAULT_DATA, digits_task
+
+PREPROCESS = "center-l2"
+DATASETS = ("mnist", "usps")
+MULTICLASS = {"shared": "shared dictionary", "ovr": "one-vs-all"}
+DEFAULT_TOTAL_ATOMS = [100, 200, 400, 800, 1600, 4000]
+QUICK = {"train_rows": 2000, "total_atoms": [100, 200], "max_dca_iter": 2, "inner_iter": 50}
+# Timed calls per model: (batch size, runs); bench splits them into 10 alternating rounds.
+LATENCY_RUNS = ((1, 300), (1000, 20))
+
+COLUMNS: list[harness.Column] = [
+    ("data", "task", "{}"), ("method", "label", "{}"), ("total atoms", "total_atoms", "{}"),
+    ("atoms/head", "atoms_per_head", "{}"), ("test error %", "error_pct", "{:.2f}"),
+    ("MACs/sample", "macs_per_sample", "{:,}"), ("sparse MACs", "sparse_macs", "{:,}"),
+    ("p50 us b=1", "p50_us_b1", "{:.1f}"), ("us/row b=1000", "us_per_row_b1000", "{:.2f}"),
+    ("train s", "train_s", "{:.1f}"), ("zeros %", "zeros_pct", "{:.1f}"), ("fit", "notes", "{}"),
+]
+
+
+def stratified_rows(X: np.ndarray, y: np.ndarray, n: int | None, seed: int) -> tuple[np.ndarray, np.ndarray]:
+    """``n`` training rows drawn with class proportions kept (all rows when ``n`` is None or too big)."""
+    if n is None or n >= len(y):
+        return X, y
+    X_sub, _, y_sub, _ = train_test_split(X, y, train_size=n, stratify=y, random_state=seed)
+    return X_sub, y_sub
+
+
+def build(multiclass: str, total_atoms: int, n_classes: int, args: argparse.Namespace) -> LASTClassifier:
+    per_head = total_atoms if multiclass == "shared" else total_atoms // n_classes
+    return LASTClassifier(per_head, multiclass=multiclass, preprocess=PREPROCESS,
+                          inner_solver=args.inner_solver, max_dca_iter=args.max_dca_iter,
+                          inner_iter=args.inner_iter, random_state=args.seed, verbose=0)
+
+
+def latency(model, folder: Path) -> dict[str, float]:
+    """p50 at batch 1 and p50 per row at batch 1000, microseconds, numpy backend, one thread."""
+    path = model.save(folder / "model.npz")
+    out = {}
+    for batch, runs in LATENCY_RUNS:
+        (row,) = bench([path], batch_sizes=(batch,), runs=runs, backend="numpy", threads=1)
+        out[batch] = row["batches"][0]["p50_us"]
+    return {"p50_us_b1": out[1], "p50_us_b1000": out[1000], "us_per_row_b1000": out[1000] / 1000}
+
+
+def run_one(multiclass: str, total_atoms: int, data: tuple[np.ndarray, ...], task: str,
+            args: argparse.Namespace, folder: Path) -> dict[str, Any]:
+    X_train, y_train, X_test, y_test = data
+    n_classes = len(np.unique(y_train))
+    clf = build(multiclass, total_atoms, n_classes, args)
+    row: dict[str, Any] = {"task": task, "method": multiclass, "label": MULTICLASS[multiclass],
+                           "total_atoms": total_atoms, "atoms_per_head": clf.n_atoms,
+                           "n_train": len(y_train), "n_test": len(y_test)}
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        start = time.perf_counter()
+        try:
+            clf.fit(X_train, y_train)
+        except Exception as error:  # one failed fit should not lose the other rows
+            row.update(train_s=time.perf_counter() - start, notes=f"FAILED: {type(error).__name__}: {error}",
+                       warnings=sorted({f"{w.category.__name__}: {w.message}" for w in caught}))
+            return row
+        row["train_s"] = time.perf_counter() - start
+    row["warnings"] = sorted({f"{w.category.__name__}: {w.message}" for w in caught})
+    row["error_pct"] = 100.0 * float(np.mean(clf.predict(X_test) != y_test))
+    row["zeros_pct"] = 100.0 * clf.feature_sparsity(X_test)
+    row["notes"] = harness._notes(clf)
+    model = clf.to_model()
+    row["model_atoms"] = model.n_atoms
+    row["macs_per_sample"] = model.macs_per_sample
+    # What a runtime exploiting W's zeros would do (shared: one vote per atom; OvA: block diagonal).
+    row["sparse_macs"] = model.n_features * model.n_atoms + int(np.count_nonzero(model.weights))
+    row.update(latency(model, folder))
+    return row
+
+
+def plot(rows: list[dict[str, Any]], path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    tasks = list(dict.fromkeys(row["task"] for row in rows))
+    fig, axes = plt.subplots(1, len(tasks), figsize=(5.5 * len(tasks), 4.2), squeeze=False)
+    for ax, task in zip(axes[0], tasks):
+        for method, marker in (("shared", "o"), ("ovr", "s")):
+            done = sorted((r for r in rows if r["task"] == task and r["method"] == method
+                           and r.get("error_pct") is not None), key=lambda r: r["macs_per_sample"])
+            if not done:
+                continue
+            x = [r["macs_per_sample"] for r in done]
+            ax.plot(x, [r["error_pct"] for r in done], marker=marker, label=MULTICLASS[method])
+            for r in done:
+                ax.annotate(str(r["total_atoms"]), (r["macs_per_sample"], r["error_pct"]),
+                            textcoords="offset points", xytext=(4, 4), fontsize=7)
+        ax.set_xscale("log")
+        ax.set_xlabel("multiply-accumulates per sample")
+        ax.set_ylabel("test error %")
+        ax.set_title(f"{task.upper()} (labels: total atoms)")
+        ax.grid(True, which="both", alpha=0.3)
+        ax.legend()
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+
+
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--data", type=Path, default=DEFAULT_DATA,
+                   help="folder holding mnist.npz and usps.npz (default ../shared/data from the repo)")
+    p.add_argument("--datasets", type=_dataset_list, default=list(DATASETS),
+                   help="comma separated subset of mnist,usps (default both)")
+    p.add_argument("--total-atoms", type=harness._int_list, default=None,
+                   help="total atoms per model, multiples of 10 (default 100,200,400,800,1600,4000; "
+                        "--quick: 100,200)")
+    p.add_argument("--train-rows", type=int, default=None, metavar="N",
+                   help="stratified subsample of N training rows (default all; --quick: 2000)")
+    p.add_argument("--max-dca-iter", type=int, default=None,
+                   help="DCA iterations (default the library's; --quick: 2)")
+    p.add_argument("--inner-iter", type=int, default=None,
+                   help="inner solver iterations per DCA step (default the library's; --quick: 50)")
+    p.add_argument("--inner-solver", default="auto", choices=["auto", "adam", "lbfgs", "subgradient"],
+                   help="LAST's inner solver (default auto)")
+    p.add_argument("--quick", action="store_true",
+                   help="tiny run to check the script: 2000 train rows, atoms 100,200, 2 DCA x 50 inner "
+                        "iterations (explicit options still win)")
+    p.add_argument("--seed", type=int, default=0, help="random_state of every model and the subsample")
+    p.add_argument("--json", type=Path, default=None, metavar="PATH", help="also write the results here")
+    p.add_argument("--plot", type=Path, default=None, metavar="PATH",
+                   help="draw test error against MACs per sample here (e.g. .png)")
+    args = p.parse_args(argv)
+    if args.quick:
+        for key, value in QUICK.items():
+            if getattr(args, key) is None:
+                setattr(args, key, value)
+    if args.total_atoms is None:
+        args.total_atoms = list(DEFAULT_TOTAL_ATOMS)
+    if args.max_dca_iter is None:
+        args.max_dca_iter = LASTClassifier().max_dca_iter
+    bad = [t for t in args.total_atoms if t % 10]
+    if bad:
+        p.error(f"total atoms must be multiples of 10 (one-vs-all splits them over 10 heads), got {bad}")
+    if args.train_rows is not None and args.train_rows < 10:
+        p.error(f"--train-rows must be >= 10, got {args.train_rows}")
+    for name in args.datasets:
+        if not (args.data / f"{name}.npz").is_file():
+            p.error(f"no {name}.npz in {args.data}; pass --data")
+    return args
+
+
+def _dataset_list(text: str) -> list[str]:
+    names = [part.strip().lower() for part in text.split(",") if part.strip()]
+    unknown = [n for n in names if n not in DATASETS]
+    if unknown or not names:
+        raise argparse.ArgumentTypeError(f"choose data sets from {','.join(DATASETS)}, got {text!r}")
+    return names
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    rows = []
+    with tempfile.TemporaryDirectory() as tmp:
+        for task in args.datasets:
+            X_train, y_train, X_test, y_test = digits_task(task, args.data)
+            X_train, y_train = stratified_rows(X_train, y_train, args.train_rows, args.seed)
+            data = (X_train, y_train, X_test, y_test)
+            for total in args.total_atoms:
+                for multiclass in MULTICLASS:
+                    row = run_one(multiclass, total, data, task, args, Path(tmp))
+                    err = "failed" if row.get("error_pct") is None else f"{row['error_pct']:.2f} % error"
+                    print(f"  {task}: {multiclass} T={total}: {err}, {row['train_s']:.1f} s",
+                          file=sys.stderr, flush=True)
+                    rows.append(row)
+    n_train = ", ".join(f"{t} {r['n_train']} train / {r['n_test']} test"
+                        for t, r in {r["task"]: r for r in rows}.items())
+    print(f"Shared dictionary vs one-vs-all LAST at equal total atoms ({n_train}; {PREPROCESS}; "
+          f"inner solver {args.inner_solver}, max {args.max_dca_iter} DCA iterations, inner iterations "
+          f"{args.inner_iter or 'default'})" + ("; QUICK budgets, not results" if args.quick else "") + ".\n")
+    print(harness.markdown_table(rows, COLUMNS))
+    print("\nNotes: MACs/sample is the runtime's count (n x T + T x 10, dense weights); sparse MACs counts "
+          "only W's non-zeros (shared: one per atom). Latency: lastedge.runtime.bench on the saved .npz, "
+          f"numpy backend, one thread, p50 of {LATENCY_RUNS[0][1]} calls at batch 1 and "
+          f"{LATENCY_RUNS[1][1]} at batch 1000 (per row). Train time is one fit; test error on the full "
+          "test set.")
+    notes = harness.warning_lines([{**r, "n_atoms": r["total_atoms"]} for r in rows])
+    if notes:
+        print("\nWarnings during fit:\n" + "\n".join(notes))
+    if args.json:
+        harness.write_json(args.json, "shared_vs_ovr", args, rows,
+                           extra={"last_budget": {"max_dca_iter": args.max_dca_iter,
+                                                  "inner_iter": args.inner_iter,
+                                                  "inner_solver": args.inner_solver},
+                                  "sgd_iter": None, "latency_runs": LATENCY_RUNS})
+    if args.plot:
+        plot(rows, args.plot)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
