@@ -33,13 +33,7 @@ def main(argv: list[str] | None = None) -> int:
     print(f"Digits (sklearn, 1347 train / 450 test, {PREPROCESS}); N = atoms per one-vs-all head "
           "(the k-means encoder: one dictionary of 10 N atoms)"
           + ("; QUICK budgets, not results" if args.quick else "") + ".\n")
-    print(harness.markdown_table(rows))
-    print("\n" + harness.notes(budget))
-    notes = harness.warning_lines(rows)
-    if notes:
-        print("\nWarnings during fit:\n" + "\n".join(notes))
-    if args.json:
-        harness.write_json(args.json, "digits", args, rows)
+    harness.report("digits", args, rows, harness.notes(budget))
     return 0
 
 

@@ -311,3 +311,15 @@ def _method_list(text: str) -> list[str]:
             hint = f"; did you mean {close[0]!r}?" if close else f"; choose from {','.join(METHODS)}"
             raise argparse.ArgumentTypeError(f"unknown method {key!r}{hint}")
     return keys
+
+
+def report(benchmark: str, args: argparse.Namespace, rows: list[dict[str, Any]], notes: str,
+           columns: list[Column] = COLUMNS) -> None:
+    """Print the Markdown table, its notes and any fit warnings; write ``--json`` when asked."""
+    print(markdown_table(rows, columns))
+    print("\n" + notes)
+    warnings_seen = warning_lines(rows)
+    if warnings_seen:
+        print("\nWarnings during fit:\n" + "\n".join(warnings_seen))
+    if args.json:
+        write_json(args.json, benchmark, args, rows)

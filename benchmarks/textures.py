@@ -53,13 +53,7 @@ def main(argv: list[str] | None = None) -> int:
         row["paper_error_pct"] = paper_error(row)
     print(f"Brodatz textures, 12x12 patches, 1000 train / 1000 test per task, {PREPROCESS}"
           + ("; QUICK budgets, not results" if args.quick else "") + ".\n")
-    print(harness.markdown_table(rows, COLUMNS))
-    print("\n" + harness.notes(budget) + "\n" + CAPTION)
-    notes = harness.warning_lines(rows)
-    if notes:
-        print("\nWarnings during fit:\n" + "\n".join(notes))
-    if args.json:
-        harness.write_json(args.json, "textures", args, rows)
+    harness.report("textures", args, rows, harness.notes(budget) + "\n" + CAPTION, COLUMNS)
     return 0
 
 
