@@ -10,19 +10,22 @@ from __future__ import annotations
 import argparse
 import difflib
 import json
+import os
 import platform
 import sys
+import tempfile
 import time
 import warnings
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import sklearn
 import torch
-from sklearn.model_selection import GridSearchCV
+from sklearn.model_selection import GridSearchCV, train_test_split
+from sklearn.neighbors import KNeighborsClassifier
 from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import FunctionTransformer
 from sklearn.svm import SVC, LinearSVC
@@ -31,6 +34,8 @@ from threadpoolctl import threadpool_limits
 from lastedge.runtime import Preprocess
 from lastedge.train import LASTClassifier, SGDSoftThresholdClassifier
 from lastedge.train.baselines import SoftThresholdEncoderSVM
+from lastedge.train.centroids import KMeansCentroidClassifier
+from lastedge.train.sparse_coding import SparseCodingSVM
 
 # The paper runs SGD for 250000 minibatch iterations; at ~2 ms an iteration on this 2-core machine
 # (plus 4 step-size trials of 1/5 the budget each) that is ~15 minutes a fit, so we use 20000.
@@ -56,13 +61,23 @@ class Budget:
 
 @dataclass(frozen=True)
 class Setting:
-    """What a method is built from: atoms per head, heads, preprocessing, seed and budget."""
+    """What a method is built from: atoms per head, heads, preprocessing, seed and budget.
+
+    ``options`` adds keyword arguments per method key (e.g. ``{"last": {"batch_size": 1000}}``) and
+    ``cv_rows`` caps the rows a cross-validated search sees (the best setting is then refitted on
+    all rows), which keeps kernel methods affordable on MNIST-size sets.
+    """
 
     n_atoms: int
     n_heads: int
     preprocess: str
     seed: int
     budget: Budget
+    options: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+    cv_rows: int | None = None
+
+    def kwargs(self, key: str) -> dict[str, Any]:
+        return dict(self.options.get(key, {}))
 
 
 @dataclass(frozen=True)
@@ -79,20 +94,28 @@ class WidenedGridSearch:
     stops and ``on_edge_`` says whether the best is still on an edge.
     """
 
-    def __init__(self, estimator, grid: dict[str, list[float]], max_widenings: int = 3):
+    def __init__(self, estimator, grid: dict[str, list[float]], max_widenings: int = 3,
+                 cv_rows: int | None = None, seed: int = 0):
         self.estimator, self.grid, self.max_widenings = estimator, grid, max_widenings
+        self.cv_rows, self.seed = cv_rows, seed
 
     def fit(self, X: np.ndarray, y: np.ndarray) -> WidenedGridSearch:
         grid = {name: sorted(values) for name, values in self.grid.items()}
+        X_cv, y_cv = X, y
+        if self.cv_rows is not None and self.cv_rows < len(y):
+            X_cv, _, y_cv, _ = train_test_split(X, y, train_size=self.cv_rows, stratify=y,
+                                                random_state=self.seed)
         for _ in range(self.max_widenings + 1):
-            search = GridSearchCV(self.estimator, grid, cv=CV_FOLDS).fit(X, y)
+            search = GridSearchCV(self.estimator, grid, cv=CV_FOLDS, refit=X_cv is X).fit(X_cv, y_cv)
             edges = {name: _edge(values, search.best_params_[name]) for name, values in grid.items()}
             if not any(edges.values()):
                 break
             for name, side in edges.items():
                 if side:
                     grid[name] = _widen(grid[name], side)
-        self.best_estimator_, self.best_params_ = search.best_estimator_, search.best_params_
+        self.best_params_ = search.best_params_
+        self.best_estimator_ = (search.best_estimator_ if X_cv is X else
+                                sklearn.clone(self.estimator).set_params(**self.best_params_).fit(X, y))
         self.grid_ = grid
         self.on_edge_ = any(edges.values())
         return self
@@ -100,9 +123,13 @@ class WidenedGridSearch:
     def predict(self, X: np.ndarray) -> np.ndarray:
         return self.best_estimator_.predict(X)
 
+    def feature_sparsity(self, X: np.ndarray) -> float:
+        return self.best_estimator_.feature_sparsity(X)
+
     def notes(self) -> str:
         chosen = ", ".join(f"{name.split('__')[-1]}={value:g}" for name, value in self.best_params_.items())
-        return chosen + (" (on the grid's edge)" if self.on_edge_ else "")
+        subset = f" (CV on {self.cv_rows} rows)" if self.cv_rows else ""
+        return chosen + (" (on the grid's edge)" if self.on_edge_ else "") + subset
 
 
 def _edge(values: list[float], best: float) -> str | None:
@@ -119,64 +146,99 @@ def _svm_pipeline(setting: Setting, svm) -> Any:
     return make_pipeline(FunctionTransformer(Preprocess(setting.preprocess).apply), svm)
 
 
+def _search(s: Setting, estimator, grid: dict[str, list[float]], max_widenings: int = 3) -> WidenedGridSearch:
+    widenings = 0 if s.budget.quick else max_widenings
+    return WidenedGridSearch(estimator, grid, widenings, cv_rows=s.cv_rows, seed=s.seed)
+
+
 def _linear_svm(s: Setting) -> WidenedGridSearch:
     svm = LinearSVC(max_iter=10_000, random_state=s.seed)
-    return WidenedGridSearch(_svm_pipeline(s, svm), {"linearsvc__C": [0.01, 0.1, 1, 10, 100]})
+    return _search(s, _svm_pipeline(s, svm), {"linearsvc__C": [0.01, 0.1, 1, 10, 100]})
 
 
 def _rbf_svm(s: Setting) -> WidenedGridSearch:
     grid = {"svc__C": [0.1, 1, 10, 100, 1000], "svc__gamma": [0.1, 1, 10, 100, 1000]}
-    return WidenedGridSearch(_svm_pipeline(s, SVC(kernel="rbf")), grid)
+    return _search(s, _svm_pipeline(s, SVC(kernel="rbf", cache_size=1000)), grid)
+
+
+def _knn(s: Setting) -> WidenedGridSearch:
+    knn = KNeighborsClassifier()
+    return _search(s, _svm_pipeline(s, knn), {"kneighborsclassifier__n_neighbors": [1, 3, 5, 9]}, 0)
 
 
 def _last(solver: str) -> Callable[[Setting], LASTClassifier]:
-    return lambda s: LASTClassifier(s.n_atoms, preprocess=s.preprocess, inner_solver=solver,
-                                    random_state=s.seed, verbose=0, **s.budget.last)
+    def build(s: Setting) -> LASTClassifier:
+        params = {"inner_solver": solver, "random_state": s.seed, "verbose": 0, **s.budget.last,
+                  **s.kwargs("last")}
+        return LASTClassifier(s.n_atoms, preprocess=s.preprocess, **params)
+    return build
 
 
 def _sgd(optimizer: str) -> Callable[[Setting], SGDSoftThresholdClassifier]:
-    return lambda s: SGDSoftThresholdClassifier(s.n_atoms, preprocess=s.preprocess, optimizer=optimizer,
-                                                max_iter=s.budget.sgd_iter, random_state=s.seed, verbose=0)
+    def build(s: Setting) -> SGDSoftThresholdClassifier:
+        params = {"max_iter": s.budget.sgd_iter, "random_state": s.seed, "verbose": 0,
+                  **s.kwargs("sgd")}
+        return SGDSoftThresholdClassifier(s.n_atoms, preprocess=s.preprocess, optimizer=optimizer, **params)
+    return build
 
 
-def _encoder_svm(s: Setting) -> SoftThresholdEncoderSVM:
+def _encoder_svm(dictionary: str) -> Callable[[Setting], SoftThresholdEncoderSVM]:
     # One dictionary shared by all classes, as large as LAST's n_atoms per head x heads.
-    return SoftThresholdEncoderSVM(s.n_atoms * s.n_heads, dictionary="kmeans", alpha=None, C=None,
-                                   preprocess=s.preprocess, random_state=s.seed)
+    return lambda s: SoftThresholdEncoderSVM(s.n_atoms * s.n_heads, dictionary=dictionary, alpha=None,
+                                             C=None, preprocess=s.preprocess, random_state=s.seed,
+                                             **s.kwargs(f"{dictionary}-svm"))
+
+
+def _sparse_coding(s: Setting) -> SparseCodingSVM:
+    return SparseCodingSVM(s.n_atoms, C=None, preprocess=s.preprocess, random_state=s.seed,
+                           **s.kwargs("sparse-coding"))
+
+
+def _centroid_nn(s: Setting) -> KMeansCentroidClassifier:
+    return KMeansCentroidClassifier(s.n_atoms, preprocess=s.preprocess, random_state=s.seed)
 
 
 METHODS: dict[str, Method] = {
+    "last": Method("LAST", _last("auto")),
     "last-lbfgs": Method("LAST (L-BFGS inner solver)", _last("lbfgs")),
     "last-adam": Method("LAST (Adam inner solver)", _last("adam")),
     "last-subgradient": Method("LAST (subgradient, paper)", _last("subgradient")),
     "sgd": Method("SGD", _sgd("sgd")),
     "sgd-adam": Method("SGD (Adam)", _sgd("adam")),
-    "kmeans-svm": Method("k-means + soft threshold + linear SVM", _encoder_svm),
+    "random-svm": Method("random samples + soft threshold + linear SVM", _encoder_svm("random")),
+    "kmeans-svm": Method("k-means + soft threshold + linear SVM", _encoder_svm("kmeans")),
+    "l1-svm": Method("l1 dictionary + soft threshold + linear SVM", _encoder_svm("l1")),
+    "sparse-coding": Method("l1 sparse coding + linear SVM", _sparse_coding),
+    "centroid-nn": Method("nearest k-means centroid", _centroid_nn),
     "linear-svm": Method("linear SVM", _linear_svm, uses_atoms=False),
     "rbf-svm": Method("RBF SVM", _rbf_svm, uses_atoms=False),
+    "knn": Method("k-NN", _knn, uses_atoms=False),
 }
 
 
-def run_method(key: str, setting: Setting, data: tuple[np.ndarray, ...], task: str) -> dict[str, Any]:
-    """Fit one method once (timed), then score it; returns one result row."""
+def run_method(key: str, setting: Setting, data: tuple[np.ndarray, ...], task: str,
+               fit_params: dict[str, Any] | None = None) -> tuple[dict[str, Any], Any]:
+    """Fit one method once (timed), then score it; returns one result row and the fitted model."""
     X_train, y_train, X_test, y_test = data
     model = METHODS[key].build(setting)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         start = time.perf_counter()
-        model.fit(X_train, y_train)
+        model.fit(X_train, y_train, **(fit_params or {}))
         train_s = time.perf_counter() - start
     predictions, predict_s = _timed_predict(model, X_test)
     uses_atoms = METHODS[key].uses_atoms
-    return {
+    sparsity = getattr(model, "feature_sparsity", None) if uses_atoms else None
+    row = {
         "task": task, "method": key, "label": METHODS[key].label,
         "n_atoms": setting.n_atoms if uses_atoms else None,
         "error_pct": 100.0 * float(np.mean(predictions != y_test)),
         "train_s": train_s, "predict_ms": 1000.0 * predict_s,
-        "zeros_pct": 100.0 * model.feature_sparsity(X_test) if uses_atoms else None,
+        "zeros_pct": 100.0 * sparsity(X_test) if sparsity is not None else None,
         "notes": _notes(model),
         "warnings": sorted({f"{w.category.__name__}: {w.message}" for w in caught}),
     }
+    return row, model
 
 
 def _timed_predict(model, X: np.ndarray) -> tuple[np.ndarray, float]:
@@ -202,7 +264,11 @@ def _notes(model) -> str:
         return f"{model.n_iter_} DCA it, {int(model.converged_.sum())}/{model.converged_.size} converged"
     if isinstance(model, SGDSoftThresholdClassifier):
         return f"step={model.step_:g}, {model.n_iter_} it"
-    return f"alpha={model.alpha_:.4g}, C={model.C_:g}, {model.n_atoms} atoms"
+    if isinstance(model, SoftThresholdEncoderSVM):
+        return f"alpha={model.alpha_:.4g}, C={model.C_:g}, {model.n_atoms} atoms"
+    if isinstance(model, SparseCodingSVM):
+        return f"lambda={model.l1_penalty:g}, C={model.C_:g}"
+    return ""
 
 
 def run_all(methods: list[str], n_atoms: list[int], data: tuple[np.ndarray, ...], task: str,
@@ -213,7 +279,7 @@ def run_all(methods: list[str], n_atoms: list[int], data: tuple[np.ndarray, ...]
     rows = []
     for key in methods:
         for n in (n_atoms if METHODS[key].uses_atoms else n_atoms[:1]):
-            row = run_method(key, Setting(n, n_heads, preprocess, seed, budget), data, task)
+            row, _ = run_method(key, Setting(n, n_heads, preprocess, seed, budget), data, task)
             print(f"  {task}: {key} N={n if METHODS[key].uses_atoms else '-'}: "
                   f"{row['error_pct']:.1f} % error, {row['train_s']:.1f} s", file=sys.stderr, flush=True)
             rows.append(row)
@@ -270,7 +336,15 @@ def write_json(path: Path, benchmark: str, args: argparse.Namespace, rows: list[
     }
     if extra:
         record = {**record, **extra, "results": rows}
-    Path(path).write_text(json.dumps(record, indent=2) + "\n")
+    path = Path(path)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w") as file:
+            file.write(json.dumps(record, indent=2) + "\n")
+        os.replace(tmp, path)  # atomic: a reader (or a run stopped here) never sees half a file
+    finally:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
 
 
 # --------------------------------------------------------------------- CLI

@@ -50,3 +50,19 @@ def digits_task(name: str, data_dir: Path = DEFAULT_DATA) -> tuple[np.ndarray, .
     """MNIST or USPS: ``X_train, y_train, X_test, y_test`` as stored."""
     with np.load(Path(data_dir) / f"{name}.npz") as archive:
         return tuple(archive[k] for k in ("X_train", "y_train", "X_test", "y_test"))
+
+
+DEER_HORSE_CLASSES = {4: "deer", 7: "horse"}  # CIFAR-10 label indices kept in the file
+
+
+def deer_horse_task(data_dir: Path = DEFAULT_DATA) -> tuple[np.ndarray, ...]:
+    """CIFAR-10 deer (label 0) vs horse (label 1): raw pixels in [0, 255] as float32, 3072 features.
+
+    Rows are channel-first (R plane, G plane, B plane, each 32x32); the paper uses raw pixels (its
+    "permutation invariant" setting).
+    """
+    with np.load(Path(data_dir) / "cifar10_deer_horse.npz") as archive:
+        X_train, y_train, X_test, y_test = (archive[k] for k in ("X_train", "y_train", "X_test", "y_test"))
+    horse = max(DEER_HORSE_CLASSES)
+    return (X_train.astype(np.float32), (y_train == horse).astype(np.int64),
+            X_test.astype(np.float32), (y_test == horse).astype(np.int64))

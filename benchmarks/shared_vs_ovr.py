@@ -2,6 +2,7 @@
 
     python benchmarks/shared_vs_ovr.py [--datasets mnist,usps] [--total-atoms 100,200,...]
                                        [--train-rows N] [--max-dca-iter K] [--inner-solver S]
+                                       [--batch-size B] [--n-jobs J]
                                        [--quick] [--json PATH] [--plot PATH] [--data ../shared/data]
 
 For each data set and each total atom count T: ``multiclass="shared"`` (one dictionary of T atoms,
@@ -60,7 +61,8 @@ def build(multiclass: str, total_atoms: int, n_classes: int, args: argparse.Name
     per_head = total_atoms if multiclass == "shared" else total_atoms // n_classes
     return LASTClassifier(per_head, multiclass=multiclass, preprocess=PREPROCESS,
                           inner_solver=args.inner_solver, max_dca_iter=args.max_dca_iter,
-                          inner_iter=args.inner_iter, random_state=args.seed, verbose=0)
+                          inner_iter=args.inner_iter, batch_size=args.batch_size, n_jobs=args.n_jobs,
+                          random_state=args.seed, verbose=0)
 
 
 def latency(model, folder: Path) -> dict[str, float]:
@@ -149,6 +151,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                    help="DCA iterations (default the library's; --quick: 2)")
     p.add_argument("--inner-iter", type=int, default=None,
                    help="inner solver iterations per DCA step (default the library's; --quick: 50)")
+    p.add_argument("--batch-size", type=int, default=None,
+                   help="minibatch rows of the inner solver (default the library's: 200 from 5000 rows)")
+    p.add_argument("--n-jobs", type=int, default=1, help="torch threads during fit (default 1)")
     p.add_argument("--inner-solver", default="auto", choices=["auto", "adam", "lbfgs", "subgradient"],
                    help="LAST's inner solver (default auto)")
     p.add_argument("--quick", action="store_true",
@@ -186,6 +191,13 @@ def _dataset_list(text: str) -> list[str]:
     return names
 
 
+def write_json(args: argparse.Namespace, rows: list[dict[str, Any]]) -> None:
+    harness.write_json(args.json, "shared_vs_ovr", args, rows,
+                       extra={"last_budget": {"max_dca_iter": args.max_dca_iter, "inner_iter": args.inner_iter,
+                                              "inner_solver": args.inner_solver},
+                              "sgd_iter": None, "latency_runs": LATENCY_RUNS})
+
+
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     rows = []
@@ -201,6 +213,8 @@ def main(argv: list[str] | None = None) -> int:
                     print(f"  {task}: {multiclass} T={total}: {err}, {row['train_s']:.1f} s",
                           file=sys.stderr, flush=True)
                     rows.append(row)
+                    if args.json:  # after every row: a run stopped by a timeout keeps what it measured
+                        write_json(args, rows)
     n_train = ", ".join(f"{t} {r['n_train']} train / {r['n_test']} test"
                         for t, r in {r["task"]: r for r in rows}.items())
     print(f"Shared dictionary vs one-vs-all LAST at equal total atoms ({n_train}; {PREPROCESS}; "
@@ -215,12 +229,6 @@ def main(argv: list[str] | None = None) -> int:
     notes = harness.warning_lines([{**r, "n_atoms": r["total_atoms"]} for r in rows])
     if notes:
         print("\nWarnings during fit:\n" + "\n".join(notes))
-    if args.json:
-        harness.write_json(args.json, "shared_vs_ovr", args, rows,
-                           extra={"last_budget": {"max_dca_iter": args.max_dca_iter,
-                                                  "inner_iter": args.inner_iter,
-                                                  "inner_solver": args.inner_solver},
-                                  "sgd_iter": None, "latency_runs": LATENCY_RUNS})
     if args.plot:
         plot(rows, args.plot)
     return 0

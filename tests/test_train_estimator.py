@@ -203,3 +203,40 @@ def test_convergence_warning_when_max_dca_iter_is_hit():
     X, y = blobs(n_classes=2)
     with pytest.warns(ConvergenceWarning, match="max_dca_iter=1"):
         LASTClassifier(**{**FAST_LAST, "max_dca_iter": 1, "tol": 0.0}).fit(X, y)
+
+
+# ------------------------------------------------------------------- monitor, early stopping
+def test_monitor_sees_every_iterate_and_can_stop_training():
+    X, y = blobs(n_classes=3)
+    seen = []
+
+    def monitor(k, estimator):
+        seen.append((k, float(np.mean(estimator.predict(X) == y))))  # predict works mid-fit
+        return k == 1
+
+    clf = LASTClassifier(**{**FAST_LAST, "max_dca_iter": 10, "tol": 0.0}).fit(X, y, monitor=monitor)
+    assert [k for k, _ in seen] == [0, 1] and clf.n_iter_ == 2
+    assert seen[-1][1] == float(np.mean(clf.predict(X) == y))  # the stopped iterate is kept
+
+
+def test_early_stopping_keeps_the_best_validation_iterate():
+    X, y = blobs(n_classes=2)
+    clf = LASTClassifier(**{**FAST_LAST, "max_dca_iter": 6, "tol": 0.0}, early_stopping=True,
+                         validation_fraction=0.25, n_iter_no_change=2)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ConvergenceWarning)  # stopping early is not a failure
+        clf.fit(X, y)
+    scores = clf.validation_scores_
+    assert 1 <= len(scores) <= 6 and clf.best_validation_score_ == max(scores)
+    if len(scores) < 6:  # stopped: the last n_iter_no_change scores did not beat the best
+        assert max(scores[-2:]) <= max(scores[:-2])
+
+
+@pytest.mark.parametrize("params, match", [
+    ({"validation_fraction": 1.0}, "validation_fraction must be in"),
+    ({"n_iter_no_change": 0}, "n_iter_no_change must be >= 1"),
+])
+def test_bad_early_stopping_parameters_are_refused(params, match):
+    X, y = blobs()
+    with pytest.raises(ValueError, match=match):
+        LASTClassifier(**{**FAST_LAST, "early_stopping": True, **params}).fit(X, y)

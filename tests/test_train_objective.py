@@ -7,7 +7,7 @@ import torch
 from lastedge.train import objective
 from lastedge.train.dca import DCASettings, run_dca
 from lastedge.train.solvers import InnerSolver, make_inner_solver
-from lastedge.train.subproblem import Data, SubProblem, full_objective
+from lastedge.train.subproblem import Data, SubProblem, full_objective, h_gradient, objective_and_h_gradient
 
 BETA, NU = 100.0, 1.0
 
@@ -86,6 +86,28 @@ def test_subproblem_gradient_matches_finite_differences():
     torch.testing.assert_close(numeric, analytic, rtol=1e-4, atol=1e-7)
 
 
+def test_one_pass_objective_and_h_gradient_match_the_separate_ones():
+    X, targets, U, v, G = random_problem(7, heads=2, groups=3)
+    data = Data(X, targets, G)
+    value, A, b = objective_and_h_gradient(data, U, v, BETA, NU, 0.2)
+    torch.testing.assert_close(value, full_objective(data, U, v, BETA, NU, 0.2))
+    expected_A, expected_b = h_gradient(data, U, v, BETA)
+    torch.testing.assert_close(A, expected_A)
+    torch.testing.assert_close(b, expected_b)
+
+
+@pytest.mark.parametrize("mu, groups", [(0.0, 2), (0.3, 3)])
+def test_minibatch_gradient_matches_value_and_grad(mu, groups):
+    """The value-free minibatch gradient (fused linear term) is the gradient of the same function."""
+    X, targets, U, v, G = random_problem(6, heads=2, groups=groups)
+    problem = SubProblem(Data(X, targets, G), U, v, BETA, NU, 1e-4, mu=mu)
+    U1, v1, rows = U + 0.01, v * 1.1, torch.tensor([3, 1, 4, 1, 5, 9, 2, 6])
+    _, dU, dv = problem.value_and_grad(U1, v1, rows)
+    fused_dU, fused_dv = problem.gradient(U1, v1, rows)
+    torch.testing.assert_close(fused_dU, dU)
+    torch.testing.assert_close(fused_dv, dv)
+
+
 @pytest.mark.parametrize("solver", ["adam", "subgradient", "lbfgs"])
 @pytest.mark.parametrize("seed, groups", [(0, 2), (1, 2), (2, 3)])
 def test_full_batch_dca_objective_never_rises(solver, seed, groups):
@@ -108,6 +130,22 @@ def test_solver_never_returns_worse_than_its_warm_start():
     solver = InnerSolver("subgradient", 40, None, 1e-4, step_sizes=(1e6,), max_extensions=0)
     U1, v1, _ = solver.solve(problem, U, v, seed=0)
     assert torch.all(problem.value(U1, v1) <= problem.value(U, v) + 1e-9)
+
+
+def test_minibatch_adam_carries_its_moments_and_step_across_dca_iterations():
+    """Trials run once; later solves reuse the step and continue Adam's moments and step count."""
+    X, targets, U, v, G = random_problem(12, heads=3, m=80, dtype=torch.float32)
+    data = Data(X, targets, G)
+    solver = InnerSolver("adam", 20, 16, 1e-4)
+    U1, v1, first_step = solver.solve(SubProblem(data, U, v, BETA, NU, 1e-4), U, v, seed=0)
+    memory = solver._memory
+    assert memory is not None and memory.t == 20 and torch.equal(memory.rate, first_step)
+    heads = torch.tensor([0, 2])  # head 1 converged: only the others go on
+    problem = SubProblem(Data(X, targets[heads], G[heads]), U1[heads], v1[heads], BETA, NU, 1e-4)
+    moment_before = memory.moments[0][1].clone()
+    _, _, step = solver.solve(problem, U1[heads], v1[heads], seed=1, heads=heads)
+    assert torch.equal(step, first_step[heads]) and memory.t == 40
+    assert torch.equal(memory.moments[0][1], moment_before)  # the resting head's state is untouched
 
 
 def test_shared_dictionary_with_two_classes_is_the_binary_problem():

@@ -10,7 +10,7 @@ import numpy as np
 import torch
 from sklearn.base import BaseEstimator, ClassifierMixin, TransformerMixin
 from sklearn.utils.multiclass import check_classification_targets
-from sklearn.utils.validation import check_is_fitted, check_random_state, validate_data
+from sklearn.utils.validation import check_is_fitted, validate_data
 
 from lastedge import __version__
 from lastedge.runtime import Model, Preprocess
@@ -102,14 +102,13 @@ class SoftThresholdBase(ModelBackedClassifier, TransformerMixin, ClassifierMixin
             if flushed:
                 torch.set_flush_denormal(False)
 
-    def _prepare(self, X: np.ndarray, y_index: np.ndarray):
+    def _prepare(self, X: np.ndarray, y_index: np.ndarray, rng: np.random.RandomState):
         """Preprocess, build heads/signs/groups and the start point. Returns numpy arrays."""
-        rng = check_random_state(self.random_state)
         self.preprocess_ = Preprocess.fit(self.preprocess, X)
         Z = self.preprocess_.apply(X)
         targets, groups = self._layout(y_index)
         U0, v0 = problem.initial_atoms(Z, targets, groups, rng, self.init_active_fraction)
-        return Z, targets, groups, U0, v0, rng
+        return Z, targets, groups, U0, v0
 
     def _layout(self, y_index: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """One-vs-all heads (one head for two classes): ``targets`` [H, m], ``groups`` [H, N, 2]."""

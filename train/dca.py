@@ -12,12 +12,12 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
-from typing import Callable
+from collections.abc import Callable
 
 import torch
 
 from .solvers import InnerSolver, LBFGSSolver
-from .subproblem import Data, SubProblem, full_objective
+from .subproblem import Data, SubProblem, objective_and_h_gradient
 
 Tensor = torch.Tensor
 
@@ -52,14 +52,18 @@ def parameter_change(U_old: Tensor, v_old: Tensor, U_new: Tensor, v_new: Tensor)
     return torch.minimum(delta, relative).amax(dim=(1, 2))
 
 
+# Called after DCA iteration k with (k, objectives [H], U, v); returning True stops DCA there.
+IterationHook = Callable[[int, Tensor, Tensor, Tensor], bool | None]
+
+
 def run_dca(data: Data, U: Tensor, v: Tensor, settings: DCASettings, seed: int,
-            on_iteration: Callable[[int, Tensor], None] | None = None) -> DCAResult:
-    """Run DCA from ``(U, v)``; ``on_iteration(k, objectives)`` reports progress."""
+            on_iteration: IterationHook | None = None) -> DCAResult:
+    """Run DCA from ``(U, v)``; ``on_iteration`` sees every iterate and may stop the run."""
     n_heads = U.shape[0]
     start = time.perf_counter()
     full_batch = settings.inner_solver.batch_size is None
     U, v = U.clone(), v.clone()
-    objective = full_objective(data, U, v, settings.beta, settings.nu, settings.mu)
+    objective, A, b = objective_and_h_gradient(data, U, v, settings.beta, settings.nu, settings.mu)
     history: list[list[dict]] = [[] for _ in range(n_heads)]
     converged = torch.zeros(n_heads, dtype=torch.bool)
     for k in range(settings.max_dca_iter):
@@ -69,22 +73,25 @@ def run_dca(data: Data, U: Tensor, v: Tensor, settings: DCASettings, seed: int,
         heads = active.to(U.device)
         sub_data = Data(data.X, data.targets[heads], data.groups[heads])
         problem = SubProblem(sub_data, U[heads], v[heads], settings.beta, settings.nu, settings.eps,
-                             settings.mu)
-        new_U, new_v, step = settings.inner_solver.solve(problem, U[heads], v[heads], seed + 7919 * k)
-        new_objective = full_objective(sub_data, new_U, new_v, settings.beta, settings.nu, settings.mu)
+                             settings.mu, h_grad=(A[heads], b[heads]))
+        new_U, new_v, step = settings.inner_solver.solve(problem, U[heads], v[heads], seed + 7919 * k, heads)
+        new_objective, new_A, new_b = objective_and_h_gradient(sub_data, new_U, new_v, settings.beta,
+                                                                settings.nu, settings.mu)
         if full_batch:
             rose = new_objective > objective[heads]
             new_U = torch.where(rose[:, None, None], U[heads], new_U)
             new_v = torch.where(rose[:, None], v[heads], new_v)
             new_objective = torch.where(rose, objective[heads], new_objective)
+            new_A = torch.where(rose[:, None, None], A[heads], new_A)
+            new_b = torch.where(rose[:, None], b[heads], new_b)
         change = parameter_change(U[heads], v[heads], new_U, new_v)
-        U[heads], v[heads] = new_U, new_v
+        U[heads], v[heads], A[heads], b[heads] = new_U, new_v, new_A, new_b
         objective[heads] = new_objective
         elapsed = time.perf_counter() - start
         for i, head in enumerate(active.tolist()):
             history[head].append({"objective": float(new_objective[i]), "step": float(step[i]),
                                   "change": float(change[i]), "time": elapsed})
         converged[active] = (change <= settings.tol).cpu()
-        if on_iteration is not None:
-            on_iteration(k, objective)
+        if on_iteration is not None and on_iteration(k, objective, U, v):
+            break
     return DCAResult(U, v, history, converged.tolist())

@@ -12,6 +12,7 @@ import time
 
 import numpy as np
 import torch
+from sklearn.utils.validation import check_random_state
 
 from . import objective
 from .base import SoftThresholdBase
@@ -85,7 +86,8 @@ class SGDSoftThresholdClassifier(SoftThresholdBase):
         self._check_params()
         start = time.perf_counter()
         X, y_index = self._validate_fit_data(X, y)
-        Z, targets, groups, U0, v0, rng = self._prepare(X, y_index)
+        rng = check_random_state(self.random_state)
+        Z, targets, groups, U0, v0 = self._prepare(X, y_index, rng)
         steps = tuple(self.step_sizes or DEFAULT_STEPS[self.optimizer])
         held_out = rng.rand(len(Z)) < self.validation_fraction
         if held_out.all() or not held_out.any():

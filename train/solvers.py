@@ -13,6 +13,9 @@ keeping the one with the smallest sub-objective. Two fixes to the literal protoc
 - **Selection on a fixed evaluation set.** In minibatch mode the candidates are compared on the
   same fixed sample of rows, not on their last noisy minibatch.
 
+On minibatches Adam carries its moments and step from one DCA iteration to the next instead of
+re-running the trials (:class:`_AdamMemory` says why).
+
 Every solve returns the best iterate it saw (the warm start included), so on the rows it is judged
 on the result is never worse than the warm start: the sub-problem's value decreases, which is
 what DCA's descent property needs.
@@ -75,6 +78,24 @@ def _pick_per_head(runs: list[_Run], winner: Tensor) -> _Run:
     return _Run.from_tensors([torch.stack(column)[winner, heads] for column in columns])
 
 
+@dataclass
+class _AdamMemory:
+    """What minibatch Adam carries from one DCA iteration to the next, heads first.
+
+    Consecutive sub-problems differ only in their linear term, so the moments stay good estimates.
+    Restarting them costs more than it seems: fresh Adam's first steps move every coordinate by the
+    full step, so the short step trials of a later DCA iteration (T / 20 noisy steps from a point
+    that is already nearly optimal) all look worse than the warm start, the bracketing rule then
+    shrinks the step 10x per iteration, and DCA stalls (measured on MNIST: steps 3e-3, 3e-4, 3e-5
+    in three iterations, test error 11.5 % -> 9.7 % on 10000 rows). The first solve chooses the step
+    by trials; later ones reuse it.
+    """
+
+    moments: list[Tensor]
+    rate: Tensor
+    t: int
+
+
 class InnerSolver:
     """Minimise a :class:`SubProblem` from a warm start; see the module docstring."""
 
@@ -87,14 +108,24 @@ class InnerSolver:
         self.max_extensions = max_extensions
         self.warmup = max(1, n_iter // 20)
         self.t0 = max(1, n_iter // 10)
+        self._memory: _AdamMemory | None = None
 
     # ------------------------------------------------------------------ public
-    def solve(self, problem: SubProblem, U0: Tensor, v0: Tensor, seed: int) -> tuple[Tensor, Tensor, Tensor]:
-        """Return ``(U, v, step)``: the best iterate per head and the base step each head used."""
+    def solve(self, problem: SubProblem, U0: Tensor, v0: Tensor, seed: int,
+              heads: Tensor | None = None) -> tuple[Tensor, Tensor, Tensor]:
+        """Return ``(U, v, step)``: the best iterate per head and the base step each head used.
+
+        ``heads`` names the heads being solved (all by default) for the state that minibatch Adam
+        carries from one DCA iteration to the next (see :class:`_AdamMemory`).
+        """
         eval_index = self._eval_index(problem, seed)
         scale = self._step_scale(U0, v0)
-        grid = list(self.step_sizes)
         start_value = problem.value(U0, v0, eval_index)
+        if heads is None:
+            heads = torch.arange(U0.shape[0], device=U0.device)
+        if self._memory is not None:
+            return self._resume(problem, U0, v0, start_value, scale, seed, eval_index, heads)
+        grid = list(self.step_sizes)
         runs = {rho: self._trajectory(problem, U0, v0, start_value, rho, scale, seed, eval_index)
                 for rho in grid}
         for _ in range(self.max_extensions):
@@ -106,6 +137,26 @@ class InnerSolver:
         run = _pick_per_head([runs[rho] for rho in grid], winner)
         rate = torch.tensor(grid, dtype=U0.dtype, device=U0.device)[winner]
         run = self._continue(problem, run, rate, scale, self.warmup + 1, self.n_iter, seed + 1, eval_index)
+        if self.method == "adam" and self.batch_size is not None:
+            self._memory = _AdamMemory(run.moments, rate, self.n_iter)
+        return run.best_U, run.best_v, rate
+
+    def _resume(self, problem: SubProblem, U0: Tensor, v0: Tensor, start_value: Tensor,
+                scale: tuple[Tensor, Tensor], seed: int, eval_index: Tensor | None,
+                heads: Tensor) -> tuple[Tensor, Tensor, Tensor]:
+        """A later DCA iteration of minibatch Adam: the carried moments and steps, no new trials.
+
+        A head whose solve did not improve on its warm start gets a 10x smaller step next time.
+        """
+        memory = self._memory
+        run = _Run(U0.clone(), v0.clone(), U0.clone(), v0.clone(), start_value.clone(),
+                   [moment[heads].clone() for moment in memory.moments])
+        rate = memory.rate[heads]
+        run = self._continue(problem, run, rate, scale, 1, self.n_iter, seed, eval_index, memory.t)
+        for kept, moment in zip(memory.moments, run.moments):
+            kept[heads] = moment
+        memory.rate[heads] = torch.where(run.best_value < start_value, rate, rate / 10)
+        memory.t += self.n_iter
         return run.best_U, run.best_v, rate
 
     # ---------------------------------------------------------------- helpers
@@ -171,8 +222,11 @@ class InnerSolver:
         return self._continue(problem, run, rate, scale, 1, self.warmup, seed, eval_index)
 
     def _continue(self, problem: SubProblem, run: _Run, rate: Tensor, scale: tuple[Tensor, Tensor],
-                  start: int, stop: int, seed: int, eval_index: Tensor | None) -> _Run:
-        """Iterations ``start..stop`` (inclusive) of ``run`` with base steps ``rate`` [H]."""
+                  start: int, stop: int, seed: int, eval_index: Tensor | None, t_offset: int = 0) -> _Run:
+        """Iterations ``start..stop`` (inclusive) of ``run`` with base steps ``rate`` [H].
+
+        ``t_offset``: Adam steps already taken by carried moments (for the bias correction).
+        """
         m = problem.data.n_samples
         device = run.U.device
         generator = torch.Generator().manual_seed(seed)
@@ -180,11 +234,13 @@ class InnerSolver:
         for t in range(start, stop + 1):
             index = None if full_batch else torch.randint(
                 m, (self.batch_size,), generator=generator).to(device)
-            value, dU, dv = problem.value_and_grad(run.U, run.v, index)
             if full_batch:
+                value, dU, dv = problem.value_and_grad(run.U, run.v)
                 run.remember(value, run.U, run.v)
+            else:
+                dU, dv = problem.gradient(run.U, run.v, index)
             step = rate * min(1.0, self.t0 / t)
-            self._update(run, dU, dv, step, scale, t)
+            self._update(run, dU, dv, step, scale, t + t_offset)
             if not full_batch and (t % self.warmup == 0 or t == stop):
                 run.remember(problem.value(run.U, run.v, eval_index), run.U, run.v)
         if full_batch:
@@ -193,24 +249,28 @@ class InnerSolver:
 
     def _update(self, run: _Run, dU: Tensor, dv: Tensor, step: Tensor,
                 scale: tuple[Tensor, Tensor], t: int) -> None:
-        """One projected step of the chosen method, in place."""
+        """One projected step of the chosen method.
+
+        ``run.U`` and ``run.v`` are replaced, never written in place: the best point may alias them.
+        """
         step_U = (step * scale[0])[:, None, None]
         step_v = (step * scale[1])[:, None]
         if self.method == "adam":
             dU, dv = self._adam_directions(run, dU, dv, t)
-        run.U = run.U - step_U * dU
-        run.v = (run.v - step_v * dv).clamp_min(self.eps)
+        run.U = torch.addcmul(run.U, step_U, dU, value=-1.0)
+        run.v = torch.addcmul(run.v, step_v, dv, value=-1.0).clamp_min_(self.eps)
 
     @staticmethod
     def _adam_directions(run: _Run, dU: Tensor, dv: Tensor, t: int) -> tuple[Tensor, Tensor]:
+        """Bias-corrected Adam directions; the gradients' buffers are reused for the result."""
         b1, b2 = _ADAM_BETAS
         mU, sU, mv, sv = run.moments
         directions = []
         for grad, first, second in ((dU, mU, sU), (dv, mv, sv)):
-            first.mul_(b1).add_(grad, alpha=1 - b1)
+            first.lerp_(grad, 1 - b1)
             second.mul_(b2).addcmul_(grad, grad, value=1 - b2)
-            denom = (second / (1 - b2 ** t)).sqrt_().add_(1e-12)
-            directions.append(first / (1 - b1 ** t) / denom)
+            denom = torch.sqrt(second, out=grad).add_(1e-12 * (1 - b2 ** t) ** 0.5)
+            directions.append(denom.reciprocal_().mul_(first).mul_((1 - b2 ** t) ** 0.5 / (1 - b1 ** t)))
         return directions[0], directions[1]
 
 
@@ -229,7 +289,8 @@ class LBFGSSolver:
         self.n_iter, self.eps = n_iter, eps
         self.batch_size = None
 
-    def solve(self, problem: SubProblem, U0: Tensor, v0: Tensor, seed: int) -> tuple[Tensor, Tensor, Tensor]:
+    def solve(self, problem: SubProblem, U0: Tensor, v0: Tensor, seed: int,
+              heads: Tensor | None = None) -> tuple[Tensor, Tensor, Tensor]:
         """Return ``(U, v, iterations)`` (per head, the iterations run; heads are solved jointly)."""
         import numpy as np
         from scipy.optimize import minimize

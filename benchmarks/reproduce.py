@@ -1,0 +1,352 @@
+"""Reproduce the paper's experiments on its own data sets, side by side with its numbers.
+
+    python benchmarks/reproduce.py EXPERIMENT [--data ../shared/data] [--out reproduce-results]
+                                   [--quick] [--seed 0] [--n-atoms ...] [--methods ...]
+                                   [--mnist-budget SECONDS]
+
+EXPERIMENT is one of ``textures``, ``deer-horse``, ``digits`` (MNIST and USPS), ``test-time``, or
+``all``. Each prints a Markdown table with the paper's number beside ours and writes
+``OUT/EXPERIMENT.json`` (rows are added as they finish, so a stopped run keeps what it measured)
+and its figures ``OUT/*.png``. ``--quick`` runs every experiment on small subsets with tiny budgets
+(a smoke test of the whole pipeline, not results). Data set files and their provenance:
+``../shared/data/SOURCES.md``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from sklearn.model_selection import train_test_split
+
+import figures
+import harness
+from paper_data import DEFAULT_DATA, TEXTURE_TASKS, deer_horse_task, digits_task, texture_task
+from paper_results import PAPER_SPARSITY_PCT, paper_error
+
+Data = tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]
+ATOM_FREE = None  # plan entry of a method without atoms: run once per task
+QUICK_ROWS = {"train": 400, "test": 200}
+QUICK_TEXTURE_PATCHES = 60  # per texture and split
+QUICK_BUDGET = {"last": {"max_dca_iter": 2, "inner_iter": 30}, "sgd_iter": 200}
+# MNIST LAST: the issue's wall-clock budget; its learning curve is checked against these errors.
+MNIST_BUDGET_S = 20 * 60
+MILESTONES_PCT = (2.0, 1.5, 1.32)
+
+
+@dataclass(frozen=True)
+class Experiment:
+    """One table of the paper: its tasks, preprocessing, and which methods run at which N."""
+
+    name: str
+    data_files: tuple[str, ...]
+    load: Callable[[Path, int], dict[str, Data]]
+    preprocess: str
+    plans: Callable[[str], dict[str, list[int] | None]]
+    options: dict[str, dict[str, dict[str, Any]]] = field(default_factory=dict)  # task -> method -> kwargs
+    cv_rows: int | None = None
+    caption: str = ""
+
+
+def _texture_tasks(data_dir: Path, seed: int, n_per_class: int = 500) -> dict[str, Data]:
+    return {task: texture_task(task, data_dir, n_per_class=n_per_class, seed=seed) for task in TEXTURE_TASKS}
+
+
+def _texture_plan(task: str) -> dict[str, list[int] | None]:
+    every = [2, 5, 10, 25, 50, 100, 200, 400]
+    return {"last": every, "sgd": every, "sgd-adam": every, "random-svm": every, "kmeans-svm": every,
+            "l1-svm": every, "sparse-coding": [50, 400], "centroid-nn": [50, 400],
+            "linear-svm": ATOM_FREE, "rbf-svm": ATOM_FREE}
+
+
+def _deer_horse_plan(task: str) -> dict[str, list[int] | None]:
+    every = [2, 10, 30, 100, 400]
+    return {"last": every, "sgd": every, "sgd-adam": every, "random-svm": every, "kmeans-svm": every,
+            "l1-svm": every, "sparse-coding": [10, 100], "centroid-nn": [10, 100],
+            "linear-svm": ATOM_FREE, "rbf-svm": ATOM_FREE}
+
+
+def _digits_plan(task: str) -> dict[str, list[int] | None]:
+    n = {"mnist": [400], "usps": [200]}[task]
+    return {"last": n, "sgd": n, "sgd-adam": n, "sparse-coding": n, "linear-svm": ATOM_FREE,
+            "rbf-svm": ATOM_FREE, "knn": ATOM_FREE}
+
+
+EXPERIMENTS: dict[str, Experiment] = {
+    "textures": Experiment(
+        "textures", ("brodatz_usc_sipi.npz",), _texture_tasks, "l2", _texture_plan,
+        caption="Brodatz (USC-SIPI scans): 500 + 500 training patches (12x12) per task from the top "
+                "half of each image, 500 + 500 test patches from the bottom half; unit l2 norm."),
+    "deer-horse": Experiment(
+        "deer-horse", ("cifar10_deer_horse.npz",), lambda d, s: {"deer-horse": deer_horse_task(d)},
+        "none", _deer_horse_plan,
+        options={"deer-horse": {"last": {"batch_size": 500, "inner_iter": 500, "max_dca_iter": 20,
+                                         "n_jobs": 2}}},
+        cv_rows=2000,
+        caption="CIFAR-10 deer vs horse (JPEG copy): 10000 train / 2000 test, raw pixels (3072)."),
+    "digits": Experiment(
+        "digits", ("mnist.npz", "usps.npz"),
+        lambda d, s: {name: digits_task(name, d) for name in ("mnist", "usps")}, "center-l2", _digits_plan,
+        options={"mnist": {"last": {"batch_size": 1000, "inner_iter": 300, "max_dca_iter": 100, "n_jobs": 2}},
+                 "usps": {"last": {"batch_size": 500, "inner_iter": 300, "max_dca_iter": 30, "n_jobs": 2}}},
+        cv_rows=5000,
+        caption="MNIST (60000 / 10000) and USPS (7291 / 2007), one-vs-all, zero mean and unit l2 "
+                "norm per image."),
+}
+EXPERIMENT_NAMES = (*EXPERIMENTS, "test-time")
+
+
+# ------------------------------------------------------------------ runs
+def subsample(data: Data, seed: int) -> Data:
+    """The ``--quick`` subset: a few hundred stratified rows of each split."""
+    X_train, y_train, X_test, y_test = data
+    keep = []
+    for X, y, n in ((X_train, y_train, QUICK_ROWS["train"]), (X_test, y_test, QUICK_ROWS["test"])):
+        if n < len(y):
+            X, _, y, _ = train_test_split(X, y, train_size=n, stratify=y, random_state=seed)
+        keep += [X, y]
+    return tuple(keep)
+
+
+def load_tasks(experiment: Experiment, args: argparse.Namespace) -> dict[str, Data]:
+    if experiment.name == "textures" and args.quick:
+        return _texture_tasks(args.data, args.seed, QUICK_TEXTURE_PATCHES)
+    tasks = experiment.load(args.data, args.seed)
+    if args.tasks:
+        tasks = {task: data for task, data in tasks.items() if task in args.tasks}
+    return {task: subsample(data, args.seed) for task, data in tasks.items()} if args.quick else tasks
+
+
+def plan_for(experiment: Experiment, task: str, args: argparse.Namespace) -> dict[str, list[int] | None]:
+    """The experiment's plan, narrowed by ``--methods`` / ``--n-atoms`` and by ``--quick``."""
+    plan = experiment.plans(task)
+    if args.methods:
+        plan = {key: atoms for key, atoms in plan.items() if key in args.methods}
+    for key, atoms in plan.items():
+        if atoms is ATOM_FREE:
+            continue
+        if args.n_atoms:
+            plan[key] = list(args.n_atoms)
+        elif args.quick:
+            plan[key] = [n for n in atoms if n <= 10][:2] or [10]
+    return {key: atoms for key, atoms in plan.items() if atoms is ATOM_FREE or atoms}
+
+
+def setting(experiment: Experiment, task: str, n_atoms: int, n_heads: int,
+            args: argparse.Namespace) -> harness.Setting:
+    options = {key: dict(value) for key, value in experiment.options.get(task, {}).items()}
+    budget = harness.Budget(args.quick)
+    if args.quick:
+        options["last"] = {**options.get("last", {}), **QUICK_BUDGET["last"]}
+    return harness.Setting(n_atoms, n_heads, experiment.preprocess, args.seed, budget, options,
+                           cv_rows=min(experiment.cv_rows or 10**9, 300) if args.quick else experiment.cv_rows)
+
+
+class LearningCurve:
+    """``LASTClassifier.fit`` monitor: test error and objective after every DCA iteration.
+
+    Reporting only: training stops on the wall-clock budget, never on the test error.
+    """
+
+    def __init__(self, X_test: np.ndarray, y_test: np.ndarray, budget_s: float | None):
+        self.X_test, self.y_test, self.budget_s = X_test, y_test, budget_s
+        self.points: list[dict[str, float]] = []
+        self.start = time.perf_counter()
+
+    def __call__(self, k: int, estimator) -> bool:
+        elapsed = time.perf_counter() - self.start
+        error = 100.0 * float(np.mean(estimator.predict(self.X_test) != self.y_test))
+        self.points.append({"iteration": k + 1, "time": elapsed, "error_pct": error})
+        print(f"    DCA {k + 1}: {elapsed:.0f} s, test error {error:.2f} %", file=sys.stderr, flush=True)
+        return self.budget_s is not None and elapsed >= self.budget_s
+
+    def milestones(self) -> dict[str, float | None]:
+        """Seconds until the test error first reached each of ``MILESTONES_PCT`` (None: never)."""
+        return {f"{m:g}": next((p["time"] for p in self.points if p["error_pct"] <= m), None)
+                for m in MILESTONES_PCT}
+
+
+def run_experiment(experiment: Experiment, args: argparse.Namespace) -> list[dict[str, Any]]:
+    rows: list[dict[str, Any]] = []
+    kept: dict[tuple[str, str, int | None], Any] = {}
+    json_path = args.out / f"{output_name(experiment.name, args)}.json"
+    for task, data in load_tasks(experiment, args).items():
+        n_classes = len(np.unique(data[1]))
+        n_heads = 1 if n_classes == 2 else n_classes
+        for key, atoms in plan_for(experiment, task, args).items():
+            for n in (atoms or [None]):
+                fit_params, curve = {}, None
+                if key == "last" and n_heads > 1:
+                    curve = LearningCurve(data[2], data[3], args.mnist_budget if task == "mnist" else None)
+                    fit_params = {"monitor": curve}
+                row, model = harness.run_method(key, setting(experiment, task, n or 0, n_heads, args), data, task,
+                                                fit_params)
+                row["paper_error_pct"] = paper_error(task, key, n)
+                row.update(_training_record(model, curve))
+                print(f"  {task}: {key} N={n or '-'}: {row['error_pct']:.2f} % error "
+                      f"(paper {row['paper_error_pct'] or '-'}), {row['train_s']:.1f} s",
+                      file=sys.stderr, flush=True)
+                rows.append(row)
+                kept[task, key, n] = model
+                if task == "mnist" and key == "last":
+                    model.to_model().save(args.out / "mnist_last.npz")
+                write_json(json_path, experiment.name, args, rows)
+    make_figures(experiment, rows, kept, args)
+    return rows
+
+
+def output_name(experiment: str, args: argparse.Namespace) -> str:
+    """File stem of an experiment's outputs: ``digits``, or ``digits-mnist`` with ``--tasks mnist``."""
+    return "-".join([experiment, *args.tasks]) if args.tasks else experiment
+
+
+def _training_record(model, curve: LearningCurve | None) -> dict[str, Any]:
+    """The objective-against-time history of LAST and SGD fits, and LAST's learning curve."""
+    record: dict[str, Any] = {}
+    history = getattr(model, "history_", None)
+    if history:
+        heads = history if isinstance(history[0], list) else [history]
+        # One-vs-all heads share the clock; the figure wants the summed objective per iteration.
+        n = min(len(h) for h in heads)
+        record["history"] = [{"time": heads[0][i]["time"],
+                              "objective": sum(h[i]["objective"] for h in heads)} for i in range(n)]
+    if curve is not None:
+        record["learning_curve"] = curve.points
+        record["seconds_to_error_pct"] = curve.milestones()
+    return record
+
+
+# ---------------------------------------------------------------- figures
+def make_figures(experiment: Experiment, rows: list[dict[str, Any]], kept: dict, args: argparse.Namespace) -> None:
+    out = args.out
+    if experiment.name in ("textures", "deer-horse"):
+        figures.accuracy_vs_atoms(rows, out / f"{output_name(experiment.name, args)}_accuracy.png",
+                                  f"{experiment.name}: test accuracy against atoms N")
+    if experiment.name == "textures":
+        n = _closest([r["n_atoms"] for r in rows if r["method"] == "last"], 50)
+        for task in TEXTURE_TASKS:
+            curves = {r["label"]: [(p["time"], p["objective"]) for p in r["history"]]
+                      for r in rows if r["task"] == task and r["n_atoms"] == n and r.get("history")}
+            if curves:
+                figures.objective_vs_time(curves, out / f"objective_vs_time_{task}.png",
+                                          f"{task}, N = {n}: objective of (P) against training time")
+    if experiment.name == "deer-horse":
+        atoms = _closest([n for (_, key, n) in kept if key == "last"], 30)
+        dictionaries = {}
+        if ("deer-horse", "kmeans-svm", atoms) in kept:
+            dictionaries["k-means"] = kept["deer-horse", "kmeans-svm", atoms].atoms_
+        if ("deer-horse", "last", atoms) in kept:
+            dictionaries["LAST"] = kept["deer-horse", "last", atoms].dictionary_
+        if dictionaries:
+            figures.atoms_as_images(dictionaries, (32, 32, 3), out / "deer_horse_atoms.png",
+                                    f"deer vs horse: atoms, N = {atoms}", channels_first=True)
+        if ("deer-horse", "last", 2) in kept:
+            model = kept["deer-horse", "last", 2]
+            X_test, y_test = load_tasks(experiment, args)["deer-horse"][2:]
+            figures.features_2d(model.transform(X_test), y_test, model.coef_[:, 0],
+                                out / "deer_horse_features_n2.png",
+                                "deer vs horse, LAST N = 2: test features and decision line",
+                                class_names=("deer", "horse"))
+    if experiment.name == "digits":
+        curves = {r["task"].upper(): [(p["time"], p["error_pct"]) for p in r["learning_curve"]]
+                  for r in rows if r.get("learning_curve")}
+        if curves:
+            figures.objective_vs_time(curves, out / f"{output_name(experiment.name, args)}_last_learning_curve.png",
+                                      "LAST one-vs-all: test error against training time",
+                                      ylabel="test error %", log_y=False)
+
+
+def _closest(values: list[int | None], target: int) -> int | None:
+    values = [v for v in values if v is not None]
+    return min(values, key=lambda v: abs(v - target)) if values else None
+
+
+# ------------------------------------------------------------------ output
+COLUMNS: list[harness.Column] = [
+    ("task", "task", "{}"), ("method", "label", "{}"), ("N", "n_atoms", "{}"),
+    ("test error %", "error_pct", "{:.2f}"), ("paper error %", "paper_error_pct", "{:.2f}"),
+    ("train s", "train_s", "{:.1f}"), ("predict ms", "predict_ms", "{:.1f}"),
+    ("zeros %", "zeros_pct", "{:.1f}"), ("chosen", "notes", "{}"),
+]
+
+
+def write_json(path: Path, name: str, args: argparse.Namespace, rows: list[dict[str, Any]]) -> None:
+    harness.write_json(path, f"reproduce {name}", args, rows,
+                       extra={"last_budget": "per experiment, see reproduce.EXPERIMENTS"})
+
+
+def summary(experiment: Experiment, rows: list[dict[str, Any]], args: argparse.Namespace) -> str:
+    lines = [f"### {experiment.name}" + (" (QUICK: tiny subsets and budgets, not results)" if args.quick else ""),
+             "", experiment.caption, "", harness.markdown_table(rows, COLUMNS)]
+    for row in rows:
+        if row.get("seconds_to_error_pct"):
+            reached = ", ".join(f"{m} %: " + ("not reached" if t is None else f"{t:.0f} s")
+                                for m, t in row["seconds_to_error_pct"].items())
+            lines.append(f"\n{row['task']} LAST time to test error: {reached}.")
+        if row["task"] in PAPER_SPARSITY_PCT and row["method"] == "last" and row.get("zeros_pct") is not None:
+            lines.append(f"{row['task']} LAST feature sparsity: {row['zeros_pct']:.1f} % zeros "
+                         f"(paper {PAPER_SPARSITY_PCT[row['task']]} %).")
+    lines.append("\n" + harness.notes(harness.Budget(args.quick)))
+    warned = harness.warning_lines(rows)
+    if warned:
+        lines.append("\nWarnings during fit:\n" + "\n".join(warned))
+    return "\n".join(lines)
+
+
+# --------------------------------------------------------------------- CLI
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("experiment", choices=[*EXPERIMENT_NAMES, "all"], help="which table to reproduce")
+    p.add_argument("--data", type=Path, default=DEFAULT_DATA,
+                   help="folder holding the data set files (default ../shared/data from the repo)")
+    p.add_argument("--out", type=Path, default=Path("reproduce-results"),
+                   help="folder for the JSON results and figures (default ./reproduce-results)")
+    p.add_argument("--quick", action="store_true",
+                   help=f"every experiment on {QUICK_ROWS['train']} training rows with tiny budgets: "
+                        "checks the pipeline in minutes, gives no results")
+    p.add_argument("--seed", type=int, default=0, help="random_state of every model and subset (default 0)")
+    p.add_argument("--n-atoms", type=harness._int_list, default=None,
+                   help="only these N (default: the paper's grid of each experiment)")
+    p.add_argument("--methods", type=harness._method_list, default=None,
+                   help=f"only these methods, comma separated, from {','.join(harness.METHODS)}")
+    p.add_argument("--tasks", type=lambda text: [t.strip() for t in text.split(",") if t.strip()],
+                   default=None, help="only these tasks of the experiment, e.g. mnist or pigskin-pressedcl "
+                                      "(outputs are then named EXPERIMENT-TASKS.*)")
+    p.add_argument("--mnist-budget", type=float, default=MNIST_BUDGET_S, metavar="SECONDS",
+                   help=f"wall-clock budget of LAST on MNIST (default {MNIST_BUDGET_S} s, the issue's)")
+    args = p.parse_args(argv)
+    names = [n for n in EXPERIMENT_NAMES if args.experiment in (n, "all")]
+    for name in names:
+        files = EXPERIMENTS[name].data_files if name in EXPERIMENTS else ("mnist.npz",)
+        missing = [f for f in files if not (args.data / f).is_file()]
+        if missing:
+            p.error(f"{name} needs {', '.join(missing)} in {args.data}; pass --data")
+    args.experiments = names
+    return args
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    args.out.mkdir(parents=True, exist_ok=True)
+    for name in args.experiments:
+        started = time.perf_counter()
+        if name == "test-time":
+            import mnist_test_time
+
+            text = mnist_test_time.run(args)
+        else:
+            experiment = EXPERIMENTS[name]
+            text = summary(experiment, run_experiment(experiment, args), args)
+        print(text + f"\n\n({name}: {time.perf_counter() - started:.0f} s wall)\n", flush=True)
+        (args.out / f"{output_name(name, args)}.md").write_text(text + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

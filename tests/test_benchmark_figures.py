@@ -1,0 +1,133 @@
+"""The benchmark figures: each function writes a PNG and rejects malformed input with a ValueError."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+pytest.importorskip("matplotlib", reason="the figures need the plot extra")
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
+import figures
+
+PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
+
+
+def assert_png(path: Path) -> None:
+    data = path.read_bytes()
+    assert data.startswith(PNG_SIGNATURE) and len(data) > 1000
+    assert list(path.parent.glob(".*.tmp")) == []  # the temporary file was renamed, not left behind
+
+
+def result_rows() -> list[dict]:
+    rows = []
+    for task in ("bark-woodgrain", "pigskin-pressedcl"):
+        for n, error, paper in ((10, 20.0, 18.0), (50, 12.0, 10.5), (100, 9.0, 8.0)):
+            rows.append({"task": task, "method": "last-lbfgs", "label": "LAST", "n_atoms": n,
+                         "error_pct": error, "paper_error_pct": paper})
+            rows.append({"task": task, "method": "sgd", "label": "SGD", "n_atoms": n,
+                         "error_pct": None if n == 100 else error + 3, "paper_error_pct": None})
+        rows.append({"task": task, "method": "rbf-svm", "label": "RBF SVM", "n_atoms": None,
+                     "error_pct": 7.5})
+        rows.append({"task": task, "method": "linear-svm", "label": "linear SVM", "n_atoms": None,
+                     "error_pct": None})
+    return rows
+
+
+def test_accuracy_vs_atoms(tmp_path):
+    figures.accuracy_vs_atoms(result_rows(), tmp_path / "accuracy.png", "Textures")
+    assert_png(tmp_path / "accuracy.png")
+
+
+@pytest.mark.parametrize(("rows", "match"), [
+    ([], "rows is empty"),
+    ([{"task": "t", "method": "sgd", "label": "SGD", "n_atoms": 10}], r"rows\[0\] lacks \['error_pct'\]"),
+])
+def test_accuracy_vs_atoms_rejects_bad_rows(tmp_path, rows, match):
+    with pytest.raises(ValueError, match=match):
+        figures.accuracy_vs_atoms(rows, tmp_path / "accuracy.png", "bad")
+    assert not (tmp_path / "accuracy.png").exists()
+
+
+def test_objective_vs_time(tmp_path):
+    t = np.linspace(0, 3, 50)
+    curves = {"LAST": list(zip(t[:8], np.exp(-t[:8]) + 0.1)), "SGD": list(zip(t, 1 / (1 + t)))}
+    figures.objective_vs_time(curves, tmp_path / "objective.png", "Objective of (P)")
+    assert_png(tmp_path / "objective.png")
+
+
+@pytest.mark.parametrize(("curves", "match"), [
+    ({}, "curves is empty"),
+    ({"LAST": []}, "non-empty list"),
+    ({"LAST": [(0.0, 1.0, 2.0)]}, r"shape \(1, 3\)"),
+    ({"LAST": [(0.0, 1.0), (1.0, 0.0)]}, "must be positive"),
+])
+def test_objective_vs_time_rejects_bad_curves(tmp_path, curves, match):
+    with pytest.raises(ValueError, match=match):
+        figures.objective_vs_time(curves, tmp_path / "objective.png", "bad")
+
+
+def test_atoms_as_images_grayscale_with_captions(tmp_path):
+    rng = np.random.default_rng(0)
+    dictionaries = {"LAST": rng.normal(size=(144, 12)), "SGD": rng.normal(size=(144, 2))}
+    dictionaries["SGD"][:, 1] = 1.0  # a constant atom must not divide by zero
+    captions = {"LAST": ["+", "-"] * 6}
+    figures.atoms_as_images(dictionaries, (12, 12), tmp_path / "atoms.png", "Atoms", atom_titles=captions)
+    assert_png(tmp_path / "atoms.png")
+
+
+def test_atoms_as_images_channels_first_colour(tmp_path):
+    D = np.random.default_rng(0).normal(size=(3 * 8 * 8, 40))
+    figures.atoms_as_images({"LAST": D}, (8, 8, 3), tmp_path / "cifar.png", "CIFAR", max_atoms=15,
+                            channels_first=True)
+    assert_png(tmp_path / "cifar.png")
+
+
+def test_atoms_as_images_transposes_channels_first():
+    # Channel c of pixel (i, j) is stored at c * H * W + i * W + j; it must land at [i, j, c].
+    D = np.arange(3 * 2 * 4, dtype=float)[:, None]
+    (image,) = figures._atom_images("a", D, (3, 2, 4), True, 1)
+    expected = np.arange(24.0).reshape(3, 2, 4).transpose(1, 2, 0) / 23.0
+    np.testing.assert_allclose(image, expected)
+
+
+@pytest.mark.parametrize(("kwargs", "match"), [
+    ({"dictionaries": {"LAST": np.zeros((100, 4))}}, r"n_features = 144 .* got shape \(100, 4\)"),
+    ({"dictionaries": {"LAST": np.zeros(144)}}, r"must be \[n_features, N\]"),
+    ({"image_shape": (12, 12, 2)}, r"\(H, W\) or \(H, W, 3\)"),
+    ({"channels_first": True}, "channels_first needs a colour image_shape"),
+    ({"max_atoms": 0}, "max_atoms must be >= 1"),
+    ({"dictionaries": {}}, "dictionaries is empty"),
+    ({"atom_titles": {"SGD": ["+"] * 4}}, r"labels \['SGD'\] that are not in dictionaries"),
+    ({"atom_titles": {"LAST": ["+"] * 3}}, "has 3 captions for 4 atoms"),
+])
+def test_atoms_as_images_rejects_bad_input(tmp_path, kwargs, match):
+    arguments = {"dictionaries": {"LAST": np.zeros((144, 4))}, "image_shape": (12, 12),
+                 "path": tmp_path / "atoms.png", "title": "bad", **kwargs}
+    with pytest.raises(ValueError, match=match):
+        figures.atoms_as_images(**arguments)
+
+
+@pytest.mark.parametrize("weights", [(1.0, -2.0), (0.0, 1.0), (-1.0, 0.0), (1.0, 1.0), (-1.0, -1.0),
+                                     (0.0, 0.0)])
+def test_features_2d(tmp_path, weights):
+    rng = np.random.default_rng(0)
+    features = np.maximum(rng.normal(size=(2500, 2)), 0.0)  # more than are drawn; many zeros
+    labels = (features[:, 0] > features[:, 1]).astype(int)
+    figures.features_2d(features, labels, np.array(weights), tmp_path / "features.png", "Two atoms",
+                        class_names=("bark", "woodgrain"))
+    assert_png(tmp_path / "features.png")
+
+
+@pytest.mark.parametrize(("features", "labels", "weights", "match"), [
+    (np.ones((5, 3)), np.zeros(5), np.ones(2), r"features must be \[m, 2\] .* \(5, 3\)"),
+    (-np.ones((5, 2)), np.zeros(5), np.ones(2), "non-negative"),
+    (np.ones((5, 2)), np.zeros(4), np.ones(2), r"labels must be \[m\] = \[5\]"),
+    (np.ones((5, 2)), np.full(5, 2), np.ones(2), "labels must be 0 or 1"),
+    (np.ones((5, 2)), np.zeros(5), np.ones(3), "weights must be 2 finite numbers"),
+])
+def test_features_2d_rejects_bad_input(tmp_path, features, labels, weights, match):
+    with pytest.raises(ValueError, match=match):
+        figures.features_2d(features, labels, weights, tmp_path / "features.png", "bad")

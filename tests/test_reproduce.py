@@ -1,0 +1,81 @@
+"""``benchmarks/reproduce.py all --quick`` on generated data files in the paper data sets' format."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+BENCHMARKS = Path(__file__).resolve().parents[1] / "benchmarks"
+
+
+def _blobs(rng: np.random.RandomState, sizes: tuple[int, int], n_features: int, labels: list[int],
+           low: float, high: float, dtype) -> list[np.ndarray]:
+    """Train and test rows around one random centre per label, clipped and cast like the real file."""
+    centres = rng.uniform(low, high, (len(labels), n_features))
+    arrays = []
+    for n in sizes:
+        index = rng.randint(len(labels), size=n)
+        X = centres[index] + rng.normal(0, (high - low) / 6, (n, n_features))
+        arrays += [np.clip(X, low, high).astype(dtype), np.array(labels)[index].astype(np.int64)]
+    return arrays
+
+
+def _write_fake_data(folder: Path) -> None:
+    rng = np.random.RandomState(0)
+    for name, n_features, labels, low, high, dtype in (
+            ("mnist", 784, list(range(10)), 0, 255, np.uint8),
+            ("usps", 256, list(range(10)), -1, 1, np.float32),
+            ("cifar10_deer_horse", 3072, [4, 7], 0, 255, np.uint8)):
+        X_train, y_train, X_test, y_test = _blobs(rng, (700, 300), n_features, labels, low, high, dtype)
+        np.savez(folder / f"{name}.npz", X_train=X_train, y_train=y_train, X_test=X_test, y_test=y_test)
+    # Brodatz: 512 x 512 grey images; each texture a noisy grating of its own frequency and angle.
+    grid = np.mgrid[0:512, 0:512].astype(np.float64)
+    images = {}
+    for k, name in enumerate(("bark", "woodgrain", "pigskin", "pressedcl")):
+        angle, freq = 0.7 * k, 0.2 + 0.15 * k
+        wave = np.sin(freq * (np.cos(angle) * grid[0] + np.sin(angle) * grid[1]))
+        images[name] = np.clip(128 + 60 * wave + rng.normal(0, 30, (512, 512)), 0, 255).astype(np.uint8)
+    np.savez(folder / "brodatz_usc_sipi.npz", **images)
+
+
+@pytest.fixture(scope="module")
+def quick_run(tmp_path_factory):
+    pytest.importorskip("matplotlib")
+    data, out = tmp_path_factory.mktemp("data"), tmp_path_factory.mktemp("out")
+    _write_fake_data(data)
+    sys.path.insert(0, str(BENCHMARKS))
+    try:
+        import reproduce
+
+        assert reproduce.main(["all", "--quick", "--data", str(data), "--out", str(out)]) == 0
+    finally:
+        sys.path.remove(str(BENCHMARKS))
+    return out
+
+
+def test_quick_run_writes_every_table_json_and_figure(quick_run):
+    for name in ("textures", "deer-horse", "digits", "test-time"):
+        assert (quick_run / f"{name}.md").read_text().startswith(f"### {name} (QUICK")
+    for name in ("textures", "deer-horse", "digits"):
+        record = json.loads((quick_run / f"{name}.json").read_text())
+        methods = {row["method"] for row in record["results"]}
+        assert {"last", "sgd", "linear-svm", "rbf-svm"} <= methods
+        assert all(0 <= row["error_pct"] <= 100 for row in record["results"])
+    for figure in ("textures_accuracy.png", "deer-horse_accuracy.png", "deer_horse_atoms.png",
+                   "deer_horse_features_n2.png", "objective_vs_time_bark-woodgrain.png",
+                   "digits_last_learning_curve.png"):
+        assert (quick_run / figure).read_bytes().startswith(b"\x89PNG"), figure
+    assert (quick_run / "mnist_last.npz").is_file()
+
+
+def test_quick_run_puts_the_papers_numbers_beside_ours(quick_run):
+    rows = json.loads((quick_run / "digits.json").read_text())["results"]
+    paper = {(r["task"], r["method"]): r["paper_error_pct"] for r in rows}
+    assert paper["mnist", "rbf-svm"] == 1.4 and paper["usps", "linear-svm"] == 9.07
+    last = next(r for r in rows if r["task"] == "mnist" and r["method"] == "last")
+    assert last["learning_curve"] and set(last["seconds_to_error_pct"]) == {"2", "1.5", "1.32"}
+    assert "| LAST | numpy fp32 |" in (quick_run / "test-time.md").read_text()
