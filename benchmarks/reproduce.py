@@ -149,7 +149,7 @@ def setting(experiment: Experiment, task: str, n_atoms: int, n_heads: int,
 
 
 class LearningCurve:
-    """``LASTClassifier.fit`` monitor: test error and objective after every DCA iteration.
+    """``LASTClassifier.fit`` monitor: the test error after every DCA iteration, and a time budget.
 
     Reporting only: training stops on the wall-clock budget, never on the test error.
     """
@@ -176,7 +176,8 @@ def run_experiment(experiment: Experiment, args: argparse.Namespace) -> list[dic
     rows: list[dict[str, Any]] = []
     kept: dict[tuple[str, str, int | None], Any] = {}
     json_path = args.out / f"{output_name(experiment.name, args)}.json"
-    for task, data in load_tasks(experiment, args).items():
+    tasks = load_tasks(experiment, args)
+    for task, data in tasks.items():
         n_classes = len(np.unique(data[1]))
         n_heads = 1 if n_classes == 2 else n_classes
         for key, atoms in plan_for(experiment, task, args).items():
@@ -197,13 +198,14 @@ def run_experiment(experiment: Experiment, args: argparse.Namespace) -> list[dic
                 if task == "mnist" and key == "last":
                     model.to_model().save(args.out / "mnist_last.npz")
                 write_json(json_path, experiment.name, args, rows)
-    make_figures(experiment, rows, kept, args)
+    make_figures(experiment, rows, kept, {task: data[2:] for task, data in tasks.items()}, args)
     return rows
 
 
 def output_name(experiment: str, args: argparse.Namespace) -> str:
-    """File stem of an experiment's outputs: ``digits``, or ``digits-mnist`` with ``--tasks mnist``."""
-    return "-".join([experiment, *args.tasks]) if args.tasks else experiment
+    """File stem of an experiment's outputs: ``digits``, or e.g. ``digits-mnist-knn`` when
+    ``--tasks mnist --methods knn`` narrow the run (so a narrowed run never overwrites a full one)."""
+    return "-".join([experiment, *(args.tasks or []), *(args.methods or [])])
 
 
 def _training_record(model, curve: LearningCurve | None) -> dict[str, Any]:
@@ -223,7 +225,9 @@ def _training_record(model, curve: LearningCurve | None) -> dict[str, Any]:
 
 
 # ---------------------------------------------------------------- figures
-def make_figures(experiment: Experiment, rows: list[dict[str, Any]], kept: dict, args: argparse.Namespace) -> None:
+def make_figures(experiment: Experiment, rows: list[dict[str, Any]], kept: dict,
+                 test_data: dict[str, tuple[np.ndarray, np.ndarray]], args: argparse.Namespace) -> None:
+    """The experiment's figures, from its result rows and the models kept in memory."""
     out = args.out
     if experiment.name in ("textures", "deer-horse"):
         figures.accuracy_vs_atoms(rows, out / f"{output_name(experiment.name, args)}_accuracy.png",
@@ -248,7 +252,7 @@ def make_figures(experiment: Experiment, rows: list[dict[str, Any]], kept: dict,
                                     f"deer vs horse: atoms, N = {atoms}", channels_first=True)
         if ("deer-horse", "last", 2) in kept:
             model = kept["deer-horse", "last", 2]
-            X_test, y_test = load_tasks(experiment, args)["deer-horse"][2:]
+            X_test, y_test = test_data["deer-horse"]
             figures.features_2d(model.transform(X_test), y_test, model.coef_[:, 0],
                                 out / "deer_horse_features_n2.png",
                                 "deer vs horse, LAST N = 2: test features and decision line",

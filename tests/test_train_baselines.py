@@ -262,7 +262,7 @@ def test_sparse_coding_multiclass_with_string_labels():
     ({"n_atoms": 0}, "n_atoms must be an integer >= 1, got 0"),
     ({"l1_penalty": 0.0}, "l1_penalty must be a finite number > 0, got 0.0"),
     ({"l1_penalty": np.nan}, "l1_penalty must be a finite number > 0, got nan"),
-    ({"C": None}, "C must be a finite number > 0, got None"),
+    ({"C": 0.0}, "C must be a finite number > 0 or None, got 0.0"),
     ({"preprocess": "l1"}, "preprocess must be one of .*'l1'"),
 ])
 def test_sparse_coding_bad_parameters(binary, params, match):
@@ -344,3 +344,10 @@ def test_centroids_bad_input(binary):
         KMeansCentroidClassifier(2).fit(np.where(X > 2, np.nan, X), y)
     with pytest.raises(NotFittedError):
         KMeansCentroidClassifier(2).predict(X)
+
+
+def test_sparse_coding_chooses_C_by_cross_validation_when_asked():
+    X, y = load_digits(return_X_y=True)
+    model = SparseCodingSVM(20, C=None, preprocess="center-l2", random_state=0).fit(X[:300], y[:300])
+    assert model.C_ in C_GRID
+    assert model.score(X[300:500], y[300:500]) > 0.7  # measured 0.785; chance is 0.1

@@ -17,6 +17,7 @@ from sklearn.utils.validation import check_random_state
 from . import objective
 from .base import SoftThresholdBase
 from .progress import progress_bar
+from .subproblem import Data, full_objective
 
 DEFAULT_STEPS = {"sgd": (0.1, 0.01, 0.001, 0.0001), "adam": (0.01, 0.001, 0.0001)}
 _CHECKPOINTS = 50  # objective evaluations recorded in ``history_``
@@ -135,8 +136,9 @@ class SGDSoftThresholdClassifier(SoftThresholdBase):
                     break  # the step diverged: keep the record, validation rejects it
             if progress is not None and (t % checkpoint == 0 or t == n_iter):
                 with torch.no_grad():
-                    value = objective.objective(Z, targets, U, v, groups, self.beta, self.nu,
-                                                self.mu).sum()
+                    # chunked over rows: one [H, m, N] tensor of all rows would not fit MNIST-size data
+                    value = full_objective(Data(Z, targets, groups), U, v, self.beta, self.nu,
+                                           self.mu).sum()
                 history.append({"objective": float(value), "iteration": t,
                                 "time": time.perf_counter() - start})
                 progress(len(history) - 1, value)
