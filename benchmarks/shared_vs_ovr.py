@@ -2,7 +2,7 @@
 
     python benchmarks/shared_vs_ovr.py [--datasets mnist,usps] [--total-atoms 100,200,...]
                                        [--train-rows N] [--max-dca-iter K] [--inner-solver S]
-                                       [--batch-size B] [--n-jobs J]
+                                       [--batch-size B] [--n-jobs J] [--tol TOL]
                                        [--quick] [--json PATH] [--plot PATH] [--data ../shared/data]
 
 For each data set and each total atom count T: ``multiclass="shared"`` (one dictionary of T atoms,
@@ -62,7 +62,7 @@ def build(multiclass: str, total_atoms: int, n_classes: int, args: argparse.Name
     return LASTClassifier(per_head, multiclass=multiclass, preprocess=PREPROCESS,
                           inner_solver=args.inner_solver, max_dca_iter=args.max_dca_iter,
                           inner_iter=args.inner_iter, batch_size=args.batch_size, n_jobs=args.n_jobs,
-                          random_state=args.seed, verbose=0)
+                          tol=args.tol, random_state=args.seed, verbose=0)
 
 
 def latency(model, folder: Path) -> dict[str, float]:
@@ -154,6 +154,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--batch-size", type=int, default=None,
                    help="minibatch rows of the inner solver (default the library's: 200 from 5000 rows)")
     p.add_argument("--n-jobs", type=int, default=1, help="torch threads during fit (default 1)")
+    p.add_argument("--tol", type=float, default=LASTClassifier().tol,
+                   help="DCA's stopping tolerance on the parameter change (0: run max-dca-iter iterations)")
     p.add_argument("--inner-solver", default="auto", choices=["auto", "adam", "lbfgs", "subgradient"],
                    help="LAST's inner solver (default auto)")
     p.add_argument("--quick", action="store_true",
