@@ -148,6 +148,23 @@ def test_minibatch_adam_carries_its_moments_and_step_across_dca_iterations():
     assert torch.equal(memory.moments[0][1], moment_before)  # the resting head's state is untouched
 
 
+def test_minibatch_dca_retries_a_solve_that_kept_its_warm_start():
+    """A stalled minibatch solve is retried (with a smaller step) before the head stops."""
+    from lastedge.train.dca import MINIBATCH_RETRIES
+
+    class KeepsWarmStart:
+        batch_size = 8
+
+        def solve(self, problem, U0, v0, seed, heads=None):
+            return U0.clone(), v0.clone(), torch.ones(U0.shape[0])
+
+    X, targets, U, v, G = random_problem(13, heads=2, dtype=torch.float32)
+    settings = DCASettings(NU, BETA, 1e-4, 10, 1e-3, KeepsWarmStart())
+    result = run_dca(Data(X, targets, G), U, v, settings, seed=0)
+    assert all(len(records) == MINIBATCH_RETRIES for records in result.history)
+    assert result.converged == [True, True]
+
+
 def test_shared_dictionary_with_two_classes_is_the_binary_problem():
     from lastedge.train import LASTClassifier
 

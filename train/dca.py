@@ -5,7 +5,9 @@ solver (:mod:`.solvers`), warm-started there. Heads stop independently, by the p
 entry of ``Omega = [U; v^T]`` changed by at most ``tol`` in absolute or relative terms. In
 full-batch mode a step is accepted only if the objective of (P), accumulated in float64, did not
 rise; otherwise the head keeps its point and stops (the sub-problem could not be improved, which is
-DCA's own convergence criterion). So the recorded full-batch objective never rises.
+DCA's own convergence criterion). So the recorded full-batch objective never rises. In minibatch
+mode a solve that found nothing better than its warm start is retried with a smaller step, up to
+``MINIBATCH_RETRIES`` times in a row, before the head stops.
 """
 
 from __future__ import annotations
@@ -52,6 +54,11 @@ def parameter_change(U_old: Tensor, v_old: Tensor, U_new: Tensor, v_new: Tensor)
     return torch.minimum(delta, relative).amax(dim=(1, 2))
 
 
+# Minibatch mode: DCA iterations in a row whose solve returned its warm start before a head stops
+# (each retry has a 10x smaller step; measured on MNIST, stopping at the first one ended training
+# while the test error was still falling).
+MINIBATCH_RETRIES = 3
+
 # Called after DCA iteration k with (k, objectives [H], U, v); returning True stops DCA there.
 IterationHook = Callable[[int, Tensor, Tensor, Tensor], bool | None]
 
@@ -66,6 +73,7 @@ def run_dca(data: Data, U: Tensor, v: Tensor, settings: DCASettings, seed: int,
     objective, A, b = objective_and_h_gradient(data, U, v, settings.beta, settings.nu, settings.mu)
     history: list[list[dict]] = [[] for _ in range(n_heads)]
     converged = torch.zeros(n_heads, dtype=torch.bool)
+    stalls = torch.zeros(n_heads, dtype=torch.long)
     for k in range(settings.max_dca_iter):
         active = torch.nonzero(~converged).flatten()
         if active.numel() == 0:
@@ -91,7 +99,14 @@ def run_dca(data: Data, U: Tensor, v: Tensor, settings: DCASettings, seed: int,
         for i, head in enumerate(active.tolist()):
             history[head].append({"objective": float(new_objective[i]), "step": float(step[i]),
                                   "change": float(change[i]), "time": elapsed})
-        converged[active] = (change <= settings.tol).cpu()
+        done = (change <= settings.tol).cpu()
+        if not full_batch:
+            # A minibatch solve that found nothing better than its warm start returns it unchanged
+            # (change 0); its solver shrinks the step for the next try, so that is not yet a stop.
+            stalled = (change == 0).cpu()
+            stalls[active] = torch.where(stalled, stalls[active] + 1, 0)
+            done &= ~stalled | (stalls[active] >= MINIBATCH_RETRIES)
+        converged[active] = done
         if on_iteration is not None and on_iteration(k, objective, U, v):
             break
     return DCAResult(U, v, history, converged.tolist())
