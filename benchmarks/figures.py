@@ -9,11 +9,12 @@ reader never sees half a PNG.
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 from typing import Any
 
 import numpy as np
+
+from lastedge.runtime.model import write_atomically
 
 try:
     from matplotlib.backends.backend_agg import FigureCanvasAgg
@@ -313,12 +314,5 @@ def _figure(size: tuple[float, float]) -> Figure:
 
 
 def _save(fig: Figure, path: Path | str) -> None:
-    """Write ``fig`` as PNG to a temporary file next to ``path``, then rename it into place."""
-    path = Path(path)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    try:
-        with open(tmp, "wb") as file:
-            fig.savefig(file, format="png", dpi=DPI)
-        os.replace(tmp, path)
-    finally:
-        tmp.unlink(missing_ok=True)
+    """Write ``fig`` as PNG atomically (temp file next to ``path``, then renamed into place)."""
+    write_atomically(path, lambda file: fig.savefig(file, format="png", dpi=DPI))

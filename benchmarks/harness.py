@@ -10,10 +10,8 @@ from __future__ import annotations
 import argparse
 import difflib
 import json
-import os
 import platform
 import sys
-import tempfile
 import time
 import warnings
 from collections.abc import Callable, Mapping
@@ -32,6 +30,7 @@ from sklearn.svm import SVC, LinearSVC
 from threadpoolctl import threadpool_limits
 
 from lastedge.runtime import Preprocess
+from lastedge.runtime.model import write_atomically
 from lastedge.train import LASTClassifier, SGDSoftThresholdClassifier
 from lastedge.train.baselines import SoftThresholdEncoderSVM
 from lastedge.train.centroids import KMeansCentroidClassifier
@@ -336,15 +335,9 @@ def write_json(path: Path, benchmark: str, args: argparse.Namespace, rows: list[
     }
     if extra:
         record = {**record, **extra, "results": rows}
-    path = Path(path)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w") as file:
-            file.write(json.dumps(record, indent=2) + "\n")
-        os.replace(tmp, path)  # atomic: a reader (or a run stopped here) never sees half a file
-    finally:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
+    text = (json.dumps(record, indent=2) + "\n").encode()
+    # atomic: a reader (or a run stopped here) never sees half a file
+    write_atomically(path, lambda file: file.write(text))
 
 
 # --------------------------------------------------------------------- CLI
