@@ -16,6 +16,8 @@ import numpy as np
 
 from lastedge.runtime import Model
 
+from .atom_scaling import graph_parameters
+
 MIN_CALIBRATION_ROWS = 20
 DEFAULT_MARGIN = 0.1
 
@@ -44,11 +46,13 @@ def check_calibration(X: Any, model: Model, *, min_rows: int = MIN_CALIBRATION_R
 def activations(model: Model, X: np.ndarray, input_is_raw: bool = False) -> dict[str, np.ndarray]:
     """The model's three tensors for raw rows ``X``, in float64 from the float32 preprocessed rows:
     ``input`` (raw rows if ``input_is_raw``, i.e. the file's first MatMul reads raw rows because
-    standardisation is folded into the graph; else preprocessed), ``features`` and ``scores``."""
+    standardisation is folded into the graph; else preprocessed), ``features`` (the graph's, atoms
+    rescaled by :mod:`.atom_scaling`) and ``scores``."""
     Z = model.preprocess.apply(X).astype(np.float64)
-    features = np.maximum(Z @ model.dictionary.astype(np.float64) - model.alpha, 0)
+    D, threshold, W = graph_parameters(model)
+    features = np.maximum(Z @ D - threshold, 0)
     return {"input": np.asarray(X, np.float64) if input_is_raw else Z, "features": features,
-            "scores": features @ model.weights.astype(np.float64)}
+            "scores": features @ W}
 
 
 @dataclass(frozen=True)

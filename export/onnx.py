@@ -15,6 +15,7 @@ import numpy as np
 
 from lastedge.runtime import Model, write_atomically
 
+from .atom_scaling import graph_parameters
 from .calibration import DEFAULT_MARGIN, Ranges
 from .metadata import METADATA_KEY, build_metadata, check_model, check_output_path, dumps
 
@@ -35,16 +36,17 @@ def _onnx():
     return onnx
 
 
-def _core_parameters(model: Model, fold_standardize: bool) -> tuple[np.ndarray, np.ndarray]:
-    """Dictionary and per-atom threshold; standardisation ``(x - m) / s`` folded in when asked."""
-    D = model.dictionary.astype(np.float64)
-    threshold = np.full(model.n_atoms, model.alpha)
+def _core_parameters(model: Model, fold_standardize: bool, rescale_atoms: bool
+                     ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Dictionary, per-atom threshold and weights (atoms rescaled for int8, see
+    :mod:`.atom_scaling`); standardisation ``(x - m) / s`` folded in when asked."""
+    D, threshold, W = graph_parameters(model, rescale_atoms)
     if fold_standardize:
         mean = model.preprocess.mean.astype(np.float64)
         scale = model.preprocess.scale.astype(np.float64)
         threshold = threshold + (mean / scale) @ D
         D = D / scale[:, None]
-    return D.astype(np.float32), threshold.astype(np.float32)
+    return D.astype(np.float32), threshold.astype(np.float32), W.astype(np.float32)
 
 
 def _normalise_nodes(helper: Any, kind: str) -> tuple[list, str]:
@@ -63,22 +65,24 @@ def _normalise_nodes(helper: Any, kind: str) -> tuple[list, str]:
     return nodes, "normalized"
 
 
-def build_graph(model: Model, *, form: str = "matmul", with_preprocessing: bool = False) -> Any:
+def build_graph(model: Model, *, form: str = "matmul", with_preprocessing: bool = False,
+                rescale_atoms: bool = False) -> Any:
     """The float ONNX model (no metadata yet).
 
     ``form="matmul"``: ``MatMul -> Sub -> Relu -> MatMul``, the fp32 file. ``form="gemm"``:
     ``Gemm(C=-threshold) -> Relu -> Gemm``, the graph handed to static quantization, whose bias form
     lets onnxruntime fuse the whole chain into integer ops. ``with_preprocessing`` puts the model's
     preprocessing in the graph (standardisation folds into the dictionary and threshold exactly; l2
-    normalisation is added as ops), so the file takes raw features.
+    normalisation is added as ops), so the file takes raw features. ``rescale_atoms``: unit
+    dictionary columns (:mod:`.atom_scaling`), for the graphs that int8 quantizes.
     """
     onnx = _onnx()
     helper, numpy_helper = onnx.helper, onnx.numpy_helper
     if form not in ("matmul", "gemm"):
         raise ValueError(f"form must be 'matmul' or 'gemm', got {form!r}")
     kind = model.preprocess.kind
-    D, threshold = _core_parameters(model, with_preprocessing and kind == "standardize")
-    nodes, source, constants = [], INPUT, {"dictionary": D, "weights": model.weights}
+    D, threshold, W = _core_parameters(model, with_preprocessing and kind == "standardize", rescale_atoms)
+    nodes, source, constants = [], INPUT, {"dictionary": D, "weights": W}
     if with_preprocessing and kind in ("l2", "center-l2"):
         nodes, source = _normalise_nodes(helper, kind)
         constants["tiny"] = np.array([_TINY], dtype=np.float32)
@@ -162,7 +166,8 @@ def to_onnx(
             raise ValueError("dynamic int8 quantization takes no calibration rows; drop one of them")
         from .onnx_int8 import quantize_dynamic
 
-        proto = quantize_dynamic(build_graph(model, with_preprocessing=with_preprocessing))
+        proto = quantize_dynamic(build_graph(model, with_preprocessing=with_preprocessing,
+                                             rescale_atoms=True))
         quantization = {"mode": "dynamic"}
     else:
         from .onnx_int8 import quantize_static
@@ -171,7 +176,7 @@ def to_onnx(
             in_graph and model.preprocess.kind == "standardize"))
         rows = np.asarray(calibration, dtype=np.float32)
         proto = quantize_static(
-            build_graph(model, form="gemm", with_preprocessing=with_preprocessing),
+            build_graph(model, form="gemm", with_preprocessing=with_preprocessing, rescale_atoms=True),
             rows if in_graph else model.preprocess.apply(rows),
             ranges, per_channel=per_channel,
         )

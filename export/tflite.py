@@ -20,6 +20,7 @@ import numpy as np
 
 from lastedge.runtime import Model, write_atomically
 
+from .atom_scaling import graph_parameters
 from .calibration import DEFAULT_MARGIN, Ranges
 from .metadata import METADATA_KEY, build_metadata, check_model, check_output_path, dumps
 from .quantize import affine_params, int32_bias, symmetric_weights
@@ -46,22 +47,23 @@ class _Tensor:
 def _layers(model: Model, int8: bool, ranges: Ranges | None, per_channel: bool) -> list[_Tensor]:
     """The seven tensors: input, D^T, bias1, features, W^T, bias2, scores (in this order)."""
     n, k, m = model.n_features, model.n_atoms, model.n_outputs
-    bias1 = np.full(k, -model.alpha, dtype=np.float32)
+    D, threshold, W = (a.astype(np.float32) for a in graph_parameters(model, rescale=int8))
+    bias1 = -threshold
     bias2 = np.zeros(m, dtype=np.float32)
     if not int8:
         return [
             _Tensor(INPUT, (1, n), "float32", dynamic_batch=True),
-            _Tensor("dictionary", (k, n), "float32", model.dictionary.T),
+            _Tensor("dictionary", (k, n), "float32", D.T),
             _Tensor("negative_threshold", (k,), "float32", bias1),
             _Tensor("features", (1, k), "float32", dynamic_batch=True),
-            _Tensor("weights", (m, k), "float32", model.weights.T),
+            _Tensor("weights", (m, k), "float32", W.T),
             _Tensor("output_bias", (m,), "float32", bias2),
             _Tensor(OUTPUT, (1, m), "float32", dynamic_batch=True),
         ]
     activations = [affine_params(*r) for r in (ranges.input, ranges.features, ranges.scores)]
     (s_x, z_x), (s_f, z_f), (s_o, z_o) = activations
-    q_d, s_d = symmetric_weights(model.dictionary.T, per_channel=per_channel)
-    q_w, s_w = symmetric_weights(model.weights.T, per_channel=per_channel)
+    q_d, s_d = symmetric_weights(D.T, per_channel=per_channel)
+    q_w, s_w = symmetric_weights(W.T, per_channel=per_channel)
     q_b1, s_b1 = int32_bias(bias1, s_x, s_d)
     q_b2, s_b2 = int32_bias(bias2, s_f, s_w)
 
