@@ -137,6 +137,8 @@ def test_bad_training_data_is_refused(cls, change, error, match):
     ({"n_atoms": 2.5}, "n_atoms must be an integer >= 1"),
     ({"preprocess": "zscore"}, "preprocess must be one of .* got 'zscore'"),
     ({"inner_solver": "newton"}, "inner_solver must be one of .* got 'newton'"),
+    ({"surrogate": "exact"}, "surrogate must be one of .* got 'exact'"),
+    ({"line_search": "yes"}, "line_search must be 'auto', True or False, got 'yes'"),
     ({"max_dca_iter": 0}, "max_dca_iter must be >= 1"),
 ])
 def test_bad_parameters_are_refused(params, match):
@@ -181,7 +183,7 @@ def test_binary_shapes_and_history():
     assert clf.coef_.shape == (FAST_LAST["n_atoms"], 1)
     assert isinstance(clf.history_, list) and 1 <= len(clf.history_) <= FAST_LAST["max_dca_iter"]
     for record in clf.history_:
-        assert set(record) == {"objective", "step", "change", "time"}
+        assert set(record) == {"objective", "step", "extrapolation", "change", "time"}
         assert np.isfinite(record["objective"])
     times = [record["time"] for record in clf.history_]
     assert times == sorted(times)
@@ -196,7 +198,7 @@ def test_one_vs_all_shapes_and_history():
     assert len(clf.history_) == 3
     for head in clf.history_:
         assert isinstance(head, list) and len(head) >= 1
-        assert all(set(record) == {"objective", "step", "change", "time"} for record in head)
+        assert all(set(record) == {"objective", "step", "extrapolation", "change", "time"} for record in head)
 
 
 def test_convergence_warning_when_max_dca_iter_is_hit():
@@ -240,3 +242,13 @@ def test_bad_early_stopping_parameters_are_refused(params, match):
     X, y = blobs()
     with pytest.raises(ValueError, match=match):
         LASTClassifier(**{**FAST_LAST, "early_stopping": True, **params}).fit(X, y)
+
+
+@pytest.mark.parametrize("surrogate", ["dc", "tight"])
+def test_both_majorisers_train_on_minibatches(surrogate):
+    """Minibatch DCA (the tight majoriser's home) with the line search on, either majoriser."""
+    X, y = blobs(n_classes=3)
+    clf = fit_quietly(LASTClassifier(**{**FAST_LAST, "n_atoms": 6, "max_dca_iter": 3}, batch_size=16,
+                                     surrogate=surrogate, line_search=True), X, y)
+    assert clf.score(X, y) > 0.9
+    assert all(r["extrapolation"] >= 0 for head in clf.history_ for r in head)

@@ -65,15 +65,17 @@ def test_g_gradient_matches_autograd(seed):
     U.requires_grad_(True)
     v.requires_grad_(True)
     objective.g_value(X, targets, U, v, G, BETA, 0.0).sum().backward()
-    terms, dU, dv = objective.g_data_gradient(X, targets, U.detach(), v.detach(), G, BETA)
+    terms, R = objective.g_data_weights(X, targets, U.detach(), v.detach(), G, BETA)
+    dU, dv = X.T @ R, -R.sum(1)
     torch.testing.assert_close(terms.sum(1), objective.g_value(X, targets, U.detach(), v.detach(), G, BETA, 0.0))
     torch.testing.assert_close(dU, U.grad)
     torch.testing.assert_close(dv, v.grad)
 
 
-def test_subproblem_gradient_matches_finite_differences():
+@pytest.mark.parametrize("surrogate", ["dc", "tight"])
+def test_subproblem_gradient_matches_finite_differences(surrogate):
     X, targets, U, v, G = random_problem(5, heads=2)
-    problem = SubProblem(Data(X, targets, G), U, v, BETA, NU, 1e-4, mu=0.3)
+    problem = SubProblem(Data(X, targets, G), U, v, BETA, NU, 1e-4, mu=0.3, surrogate=surrogate)
     U1, v1 = U + 0.01, v * 1.1  # away from the linearisation point
     _, dU, dv = problem.value_and_grad(U1, v1)
     direction_U = torch.randn_like(U1)
@@ -96,11 +98,12 @@ def test_one_pass_objective_and_h_gradient_match_the_separate_ones():
     torch.testing.assert_close(b, expected_b)
 
 
+@pytest.mark.parametrize("surrogate", ["dc", "tight"])
 @pytest.mark.parametrize("mu, groups", [(0.0, 2), (0.3, 3)])
-def test_minibatch_gradient_matches_value_and_grad(mu, groups):
+def test_minibatch_gradient_matches_value_and_grad(mu, groups, surrogate):
     """The value-free minibatch gradient (fused linear term) is the gradient of the same function."""
     X, targets, U, v, G = random_problem(6, heads=2, groups=groups)
-    problem = SubProblem(Data(X, targets, G), U, v, BETA, NU, 1e-4, mu=mu)
+    problem = SubProblem(Data(X, targets, G), U, v, BETA, NU, 1e-4, mu=mu, surrogate=surrogate)
     U1, v1, rows = U + 0.01, v * 1.1, torch.tensor([3, 1, 4, 1, 5, 9, 2, 6])
     _, dU, dv = problem.value_and_grad(U1, v1, rows)
     fused_dU, fused_dv = problem.gradient(U1, v1, rows)
@@ -108,12 +111,13 @@ def test_minibatch_gradient_matches_value_and_grad(mu, groups):
     torch.testing.assert_close(fused_dv, dv)
 
 
+@pytest.mark.parametrize("surrogate, line_search", [("dc", False), ("tight", False), ("tight", True)])
 @pytest.mark.parametrize("solver", ["adam", "subgradient", "lbfgs"])
 @pytest.mark.parametrize("seed, groups", [(0, 2), (1, 2), (2, 3)])
-def test_full_batch_dca_objective_never_rises(solver, seed, groups):
+def test_full_batch_dca_objective_never_rises(solver, seed, groups, surrogate, line_search):
     X, targets, U, v, G = random_problem(seed, heads=2, m=60, groups=groups, dtype=torch.float32)
     settings = DCASettings(NU, BETA, 1e-4, 8, 0.0, make_inner_solver(solver, 60, None, 1e-4),
-                           mu=0.1 * seed)
+                           mu=0.1 * seed, surrogate=surrogate, line_search=line_search)
     result = run_dca(Data(X, targets, G), U, v, settings, seed=seed)
     start = full_objective(Data(X, targets, G), U, v, BETA, NU, settings.mu)
     for head, records in enumerate(result.history):
@@ -121,6 +125,60 @@ def test_full_batch_dca_objective_never_rises(solver, seed, groups):
         assert values[-1] < values[0], "DCA made no progress at all"
         for before, after in zip(values, values[1:]):
             assert after <= before * (1 + 1e-6) + 1e-12
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_tight_surrogate_majorises_the_objective_and_lies_below_the_dc_one(seed):
+    """Per sample: hinge <= tight term <= the DC split's term, with equality at the anchor."""
+    X, targets, U_k, v_k, G = random_problem(seed, groups=3)
+    gen = torch.Generator().manual_seed(100 + seed)
+    for scale in (0.0, 0.05, 0.5):
+        U = U_k + scale * torch.randn(U_k.shape, generator=gen, dtype=U_k.dtype)
+        v = v_k + scale * torch.rand(v_k.shape, generator=gen, dtype=v_k.dtype)
+        tight, _ = objective.tight_data_weights(X, targets, U, v, G, BETA, U_k, v_k)
+        hinge = objective.hinge_losses(X, targets, U, v, G, BETA)
+        Z, Z_k = objective.pre_activations(X, U, v), objective.pre_activations(X, U_k, v_k)
+        mask = objective._group_mask(G, targets)
+        h_k = (objective.smooth_relu(Z_k, BETA) * mask).sum(-1)
+        linearised_h = h_k + (torch.sigmoid(BETA * Z_k) * mask * (Z - Z_k)).sum(-1)
+        dc = objective.g_terms(X, targets, U, v, G, BETA) - linearised_h
+        assert torch.all(hinge <= tight + 1e-12) and torch.all(tight <= dc + 1e-12)
+        if scale == 0.0:
+            torch.testing.assert_close(tight, hinge)
+        else:
+            assert float((dc - tight).sum()) > 0  # strictly tighter somewhere
+
+
+def test_tight_surrogate_gradient_matches_autograd():
+    X, targets, U_k, v_k, G = random_problem(8, groups=3)
+    U = (U_k + 0.1).requires_grad_(True)
+    v = (v_k * 0.9).requires_grad_(True)
+    Z = objective.pre_activations(X, U, v)
+    Z_k = objective.pre_activations(X, U_k, v_k)
+    mask = objective._group_mask(G, targets)
+    linearised = ((objective.smooth_relu(Z_k, BETA) + torch.sigmoid(BETA * Z_k) * (Z - Z_k)) * mask).sum(-1)
+    S = objective.smooth_relu(Z, BETA) @ G
+    rival = S.scatter(-1, targets[..., None], float("-inf")).amax(-1)
+    torch.relu(1 + rival - linearised).sum().backward()
+    _, R = objective.tight_data_weights(X, targets, U.detach(), v.detach(), G, BETA, U_k, v_k)
+    torch.testing.assert_close(X.T @ R, U.grad)
+    torch.testing.assert_close(-R.sum(1), v.grad)
+
+
+def test_line_search_keeps_the_dca_point_unless_the_objective_falls():
+    from lastedge.train.dca import extrapolated_point
+
+    X, targets, U, v, G = random_problem(9, heads=2)
+    data = Data(X, targets, G)
+    settings = DCASettings(NU, BETA, 1e-4, 1, 0.0, make_inner_solver("lbfgs", 30, None, 1e-4))
+    problem = SubProblem(data, U, v, BETA, NU, 1e-4, surrogate="tight")
+    U1, v1, _ = settings.inner_solver.solve(problem, U, v, seed=0)
+    U2, v2, factor = extrapolated_point(data, U, v, U1, v1, settings, seed=0)
+    before = full_objective(data, U1, v1, BETA, NU)
+    after = full_objective(data, U2, v2, BETA, NU)
+    assert torch.all(after <= before) and torch.all(factor >= 0)
+    stretched = factor > 0
+    torch.testing.assert_close(U2[stretched], (U1 + factor[:, None, None] * (U1 - U))[stretched])
 
 
 def test_solver_never_returns_worse_than_its_warm_start():

@@ -1,11 +1,16 @@
 """DCA, the difference-of-convex algorithm of LAST, over a batch of heads.
 
 Each iteration linearises ``h`` at the current point and hands the convex sub-problem to an inner
-solver (:mod:`.solvers`), warm-started there. Heads stop independently, by the paper's rule: every
-entry of ``Omega = [U; v^T]`` changed by at most ``tol`` in absolute or relative terms. In
-full-batch mode a step is accepted only if the objective of (P), accumulated in float64, did not
-rise; otherwise the head keeps its point and stops (the sub-problem could not be improved, which is
-DCA's own convergence criterion). So the recorded full-batch objective never rises. In minibatch
+solver (:mod:`.solvers`), warm-started there. The sub-problem is a convex majoriser of (P) that is
+tight at the current point: the paper's ``g - <grad h, .>`` (``surrogate="dc"``) or the tighter
+``"tight"`` one (:func:`objective.tight_data_weights`); either way the objective cannot rise when
+the sub-problem is solved. With ``line_search`` the step to the sub-problem's solution is then
+stretched while (P) keeps falling (:func:`extrapolated_point`, boosted DCA).
+
+Heads stop independently, by the paper's rule: every entry of ``Omega = [U; v^T]`` changed by at
+most ``tol`` in absolute or relative terms. In full-batch mode a step is accepted only if the
+objective of (P), accumulated in float64, did not rise; otherwise the head keeps its point and
+stops (the sub-problem could not be improved, which is DCA's own convergence criterion). So the recorded full-batch objective never rises. In minibatch
 mode a solve that found nothing better than its warm start is retried with a smaller step, up to
 ``MINIBATCH_RETRIES`` times in a row, before the head stops.
 """
@@ -18,8 +23,9 @@ from collections.abc import Callable
 
 import torch
 
+from . import objective
 from .solvers import InnerSolver, LBFGSSolver
-from .subproblem import Data, SubProblem, objective_and_h_gradient
+from .subproblem import Data, SubProblem, full_objective, objective_and_h_gradient
 
 Tensor = torch.Tensor
 
@@ -35,6 +41,8 @@ class DCASettings:
     tol: float
     inner_solver: InnerSolver | LBFGSSolver
     mu: float = 0.0
+    surrogate: str = "dc"
+    line_search: bool = False
 
 
 @dataclass
@@ -54,6 +62,52 @@ def parameter_change(U_old: Tensor, v_old: Tensor, U_new: Tensor, v_new: Tensor)
     return torch.minimum(delta, relative).amax(dim=(1, 2))
 
 
+# The line search compares points on this many rows (a fixed random sample of larger data sets)
+# and stretches a step at most this many times.
+LINE_SEARCH_ROWS = 8192
+MAX_EXTRAPOLATION = 1024.0
+
+
+def _estimated_objective(X: Tensor, targets: Tensor, groups: Tensor, m: int, U: Tensor, v: Tensor,
+                         settings: DCASettings) -> Tensor:
+    """Objective of (P) per head, its data term estimated from the rows ``X`` (float64)."""
+    total = objective.regulariser(U.double(), v.double(), settings.nu, settings.mu)
+    hinge = objective.hinge_losses(X, targets, U, v, groups, settings.beta).double().sum(dim=1)
+    return total + hinge * (m / X.shape[0])
+
+
+def extrapolated_point(data: Data, U_old: Tensor, v_old: Tensor, U_new: Tensor, v_new: Tensor,
+                       settings: DCASettings, seed: int) -> tuple[Tensor, Tensor, Tensor]:
+    """Boosted DCA: go on along the step ``new - old`` while the objective of (P) keeps falling.
+
+    A majoriser's minimiser stops short of where the objective itself stops falling (measured on
+    MNIST: extending the step 2 to 64 times still lowered (P)). Tries ``new + f (new - old)`` for
+    f = 1, 2, 4, ... and keeps, per head, the best f (0: the DCA point itself). Returns ``(U, v, f)``.
+    """
+    m = data.n_samples
+    if m > LINE_SEARCH_ROWS:
+        generator = torch.Generator().manual_seed(seed)
+        index = torch.randperm(m, generator=generator)[:LINE_SEARCH_ROWS].to(data.X.device)
+        X, targets = data.X[index], data.targets[:, index]
+    else:
+        X, targets = data.X, data.targets
+    dU, dv = U_new - U_old, v_new - v_old
+    best = _estimated_objective(X, targets, data.groups, m, U_new, v_new, settings)
+    best_factor = torch.zeros_like(best)
+    factor = 1.0
+    while factor <= MAX_EXTRAPOLATION:
+        value = _estimated_objective(X, targets, data.groups, m, U_new + factor * dU,
+                                     (v_new + factor * dv).clamp_min(settings.eps), settings)
+        better = value < best
+        if not bool(better.any()):
+            break
+        best = torch.where(better, value, best)
+        best_factor = torch.where(better, factor, best_factor)
+        factor *= 2
+    f = best_factor.to(U_new.dtype)
+    return U_new + f[:, None, None] * dU, (v_new + f[:, None] * dv).clamp_min(settings.eps), best_factor
+
+
 # Minibatch mode: DCA iterations in a row whose solve returned its warm start before a head stops
 # (each retry has a 10x smaller step; measured on MNIST, stopping at the first one ended training
 # while the test error was still falling).
@@ -63,6 +117,15 @@ MINIBATCH_RETRIES = 3
 IterationHook = Callable[[int, Tensor, Tensor, Tensor], bool | None]
 
 
+def _evaluate(data: Data, U: Tensor, v: Tensor, settings: DCASettings
+              ) -> tuple[Tensor, tuple[Tensor, Tensor] | None]:
+    """Objective of (P) per head and, for the "dc" surrogate, ``grad h`` (from the same pass)."""
+    if settings.surrogate == "dc":
+        value, A, b = objective_and_h_gradient(data, U, v, settings.beta, settings.nu, settings.mu)
+        return value, (A, b)
+    return full_objective(data, U, v, settings.beta, settings.nu, settings.mu), None
+
+
 def run_dca(data: Data, U: Tensor, v: Tensor, settings: DCASettings, seed: int,
             on_iteration: IterationHook | None = None) -> DCAResult:
     """Run DCA from ``(U, v)``; ``on_iteration`` sees every iterate and may stop the run."""
@@ -70,7 +133,7 @@ def run_dca(data: Data, U: Tensor, v: Tensor, settings: DCASettings, seed: int,
     start = time.perf_counter()
     full_batch = settings.inner_solver.batch_size is None
     U, v = U.clone(), v.clone()
-    objective, A, b = objective_and_h_gradient(data, U, v, settings.beta, settings.nu, settings.mu)
+    objective, h_grad = _evaluate(data, U, v, settings)
     history: list[list[dict]] = [[] for _ in range(n_heads)]
     converged = torch.zeros(n_heads, dtype=torch.bool)
     stalls = torch.zeros(n_heads, dtype=torch.long)
@@ -81,24 +144,31 @@ def run_dca(data: Data, U: Tensor, v: Tensor, settings: DCASettings, seed: int,
         heads = active.to(U.device)
         sub_data = Data(data.X, data.targets[heads], data.groups[heads])
         problem = SubProblem(sub_data, U[heads], v[heads], settings.beta, settings.nu, settings.eps,
-                             settings.mu, h_grad=(A[heads], b[heads]))
+                             settings.mu, h_grad=None if h_grad is None else (h_grad[0][heads], h_grad[1][heads]),
+                             surrogate=settings.surrogate)
         new_U, new_v, step = settings.inner_solver.solve(problem, U[heads], v[heads], seed + 7919 * k, heads)
-        new_objective, new_A, new_b = objective_and_h_gradient(sub_data, new_U, new_v, settings.beta,
-                                                                settings.nu, settings.mu)
-        if full_batch:
-            rose = new_objective > objective[heads]
-            new_U = torch.where(rose[:, None, None], U[heads], new_U)
-            new_v = torch.where(rose[:, None], v[heads], new_v)
-            new_objective = torch.where(rose, objective[heads], new_objective)
-            new_A = torch.where(rose[:, None, None], A[heads], new_A)
-            new_b = torch.where(rose[:, None], b[heads], new_b)
+        factor = torch.zeros_like(step)
+        if settings.line_search:
+            new_U, new_v, factor = extrapolated_point(sub_data, U[heads], v[heads], new_U, new_v,
+                                                      settings, seed + 7919 * k)
+        new_objective, new_h_grad = _evaluate(sub_data, new_U, new_v, settings)
+        if full_batch:  # keep the old point where the objective rose (cannot happen in exact DCA)
+            kept = new_objective > objective[heads]
+            new_U = torch.where(kept[:, None, None], U[heads], new_U)
+            new_v = torch.where(kept[:, None], v[heads], new_v)
+            new_objective = torch.where(kept, objective[heads], new_objective)
+            if h_grad is not None:
+                new_h_grad = (torch.where(kept[:, None, None], h_grad[0][heads], new_h_grad[0]),
+                              torch.where(kept[:, None], h_grad[1][heads], new_h_grad[1]))
         change = parameter_change(U[heads], v[heads], new_U, new_v)
-        U[heads], v[heads], A[heads], b[heads] = new_U, new_v, new_A, new_b
-        objective[heads] = new_objective
+        U[heads], v[heads], objective[heads] = new_U, new_v, new_objective
+        if h_grad is not None:
+            h_grad[0][heads], h_grad[1][heads] = new_h_grad
         elapsed = time.perf_counter() - start
         for i, head in enumerate(active.tolist()):
             history[head].append({"objective": float(new_objective[i]), "step": float(step[i]),
-                                  "change": float(change[i]), "time": elapsed})
+                                  "extrapolation": float(factor[i]), "change": float(change[i]),
+                                  "time": elapsed})
         done = (change <= settings.tol).cpu()
         if not full_batch:
             # A minibatch solve that found nothing better than its warm start returns it unchanged

@@ -133,14 +133,29 @@ def g_data_weights(X: Tensor, targets: Tensor, U: Tensor, v: Tensor, groups: Ten
     return terms, torch.sigmoid(beta * Z).mul_(_group_mask(groups, winner))
 
 
-def g_data_gradient(X: Tensor, targets: Tensor, U: Tensor, v: Tensor, groups: Tensor,
-                    beta: float) -> tuple[Tensor, Tensor, Tensor]:
-    """Per-sample terms of ``g`` (without the ``nu`` term) and a (sub)gradient of their sum.
+def tight_data_weights(X: Tensor, targets: Tensor, U: Tensor, v: Tensor, groups: Tensor, beta: float,
+                       U_k: Tensor, v_k: Tensor) -> tuple[Tensor, Tensor]:
+    """Per-sample terms of the tight majoriser at ``(U_k, v_k)`` and ``R = d terms / d(X U - v)``.
 
-    Returns ``(terms [H, m], dU [H, n, N], dv [H, N])``.
+    The hinge ``max(0, 1 + max_{c != t} S_c - S_t)`` only falls as ``S_t`` grows, and ``S_t`` lies
+    above its linearisation ``lin_k S_t`` at the anchor (it is convex), so
+    ``max(0, 1 + max_{c != t} S_c - lin_k S_t)`` majorises the hinge, equals it at the anchor and is
+    convex. It is never above the DC split's term ``max(S_t, 1 + max_{c != t} S_c) - lin_k S_t``,
+    which also charges a correctly classified sample for every change of its target-group features
+    (the Bregman gap ``S_t - lin_k S_t``). Returns ``(terms [H, m], R [H, m, N])``.
     """
-    terms, R = g_data_weights(X, targets, U, v, groups, beta)
-    return terms, X.T @ R, -R.sum(dim=1)
+    Z = pre_activations(X, U, v)
+    Z_k = pre_activations(X, U_k, v_k)
+    target_mask = _group_mask(groups, targets)
+    slope_k = torch.sigmoid(beta * Z_k).mul_(target_mask)
+    target_k = (smooth_relu(Z_k, beta) * target_mask).sum(dim=-1)
+    linearised_target = target_k + (slope_k * (Z - Z_k)).sum(dim=-1)
+    S = smooth_relu(Z, beta) @ groups
+    rivals = S.scatter(-1, targets[..., None], float("-inf"))
+    rival_score, rival = rivals.max(dim=-1)
+    terms = torch.relu(1.0 + rival_score - linearised_target)
+    R = torch.sigmoid(beta * Z).mul_(_group_mask(groups, rival)).sub_(slope_k)
+    return terms, R.mul_((terms > 0).to(R.dtype)[..., None])
 
 
 def _group_mask(groups: Tensor, chosen: Tensor) -> Tensor:

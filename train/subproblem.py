@@ -82,16 +82,43 @@ def objective_and_h_gradient(data: Data, U: Tensor, v: Tensor, beta: float, nu: 
     return total, A, b
 
 
+SURROGATES = ("tight", "dc")
+
+
 class SubProblem:
-    """``F_k / m`` for every head, with its value and gradient on a minibatch or on all rows."""
+    """``F_k / m`` for every head, with its value and gradient on a minibatch or on all rows.
+
+    ``surrogate`` picks the convex majoriser of (P) at ``(U_k, v_k)``: "dc" is the paper's
+    ``g - <grad h(U_k, v_k), .>``; "tight" is ``(nu/2)||v||^2 + sum_i max(0, 1 + rival_i - lin_k S_t)``
+    (:func:`objective.tight_data_weights`), which needs no ``grad h`` over all rows.
+    """
 
     def __init__(self, data: Data, U_k: Tensor, v_k: Tensor, beta: float, nu: float, eps: float,
-                 mu: float = 0.0, h_grad: tuple[Tensor, Tensor] | None = None):
+                 mu: float = 0.0, h_grad: tuple[Tensor, Tensor] | None = None, surrogate: str = "dc"):
         """``h_grad``: ``grad h`` at ``(U_k, v_k)`` when the caller already has it (DCA does)."""
+        if surrogate not in SURROGATES:
+            raise ValueError(f"surrogate must be one of {SURROGATES}, got {surrogate!r}")
         self.data, self.beta, self.nu, self.mu, self.eps = data, beta, nu, mu, eps
-        self.A, self.b = h_grad if h_grad is not None else h_gradient(data, U_k, v_k, beta)
+        self.surrogate, self.U_k, self.v_k = surrogate, U_k, v_k
+        if surrogate == "dc":
+            A, b = h_grad if h_grad is not None else h_gradient(data, U_k, v_k, beta)
+        else:  # no linear term: the linearisation sits inside each sample's term
+            A, b = torch.zeros_like(U_k), torch.zeros_like(v_k)
         m = data.n_samples
-        self._neg_A_over_m, self._neg_b_over_m = -self.A / m, -self.b / m
+        self.A, self.b = A, b
+        self._neg_A_over_m, self._neg_b_over_m = -A / m, -b / m
+
+    def _data_weights(self, X: Tensor, targets: Tensor, U: Tensor, v: Tensor) -> tuple[Tensor, Tensor]:
+        """Per-sample data terms [H, rows] and their derivative ``R`` by ``X U - v``."""
+        if self.surrogate == "dc":
+            return objective.g_data_weights(X, targets, U, v, self.data.groups, self.beta)
+        return objective.tight_data_weights(X, targets, U, v, self.data.groups, self.beta,
+                                            self.U_k, self.v_k)
+
+    def _data_terms(self, X: Tensor, targets: Tensor, U: Tensor, v: Tensor) -> Tensor:
+        if self.surrogate == "dc":
+            return objective.g_terms(X, targets, U, v, self.data.groups, self.beta)
+        return self._data_weights(X, targets, U, v)[0]
 
     def _linear_part(self, U: Tensor, v: Tensor) -> tuple[Tensor, Tensor, Tensor]:
         """``(regulariser - <A,U> - <b,v>) / m`` per head (float64), and its gradient.
@@ -101,8 +128,10 @@ class SubProblem:
         """
         m = self.data.n_samples
         U64, v64 = U.double(), v.double()
-        value = (objective.regulariser(U64, v64, self.nu, self.mu)
-                 - (self.A.double() * U64).sum((1, 2)) - (self.b.double() * v64).sum(1)) / m
+        value = objective.regulariser(U64, v64, self.nu, self.mu)
+        if self.surrogate == "dc":
+            value = value - (self.A.double() * U64).sum((1, 2)) - (self.b.double() * v64).sum(1)
+        value = value / m
         return value, *self._linear_gradient(U, v)
 
     def _linear_gradient(self, U: Tensor, v: Tensor) -> tuple[Tensor, Tensor]:
@@ -118,7 +147,7 @@ class SubProblem:
         the linear term into the gradient's matrix product saves about a third of a step.
         """
         X, targets = self.data.rows(index)
-        R = objective.g_data_weights(X, targets, U, v, self.data.groups, self.beta)[1]
+        R = self._data_weights(X, targets, U, v)[1]
         rows = X.shape[0]
         dU, dv = self._linear_gradient(U, v)
         dU = torch.baddbmm(dU, X.T.expand(U.shape[0], -1, -1), R, alpha=1.0 / rows)
@@ -128,18 +157,18 @@ class SubProblem:
                        ) -> tuple[Tensor, Tensor, Tensor]:
         """Value [H] (float64) and gradients of the scaled sub-problem on the rows ``index``."""
         X, targets = self.data.rows(index)
-        terms, dU, dv = objective.g_data_gradient(X, targets, U, v, self.data.groups, self.beta)
+        terms, R = self._data_weights(X, targets, U, v)
         rows = X.shape[0]
         lin_value, lin_dU, lin_dv = self._linear_part(U, v)
-        return terms.double().mean(dim=1) + lin_value, dU / rows + lin_dU, dv / rows + lin_dv
+        return (terms.double().mean(dim=1) + lin_value, (X.T @ R) / rows + lin_dU,
+                lin_dv - R.sum(dim=1) / rows)
 
     def value(self, U: Tensor, v: Tensor, index: Tensor | None = None) -> Tensor:
         """Value [H] (float64) of the scaled sub-problem on the rows ``index`` (all if None)."""
         if index is not None:
             X, targets = self.data.rows(index)
-            terms = objective.g_terms(X, targets, U, v, self.data.groups, self.beta)
-            return terms.double().mean(dim=1) + self._linear_part(U, v)[0]
+            return self._data_terms(X, targets, U, v).double().mean(dim=1) + self._linear_part(U, v)[0]
         total = torch.zeros(U.shape[0], dtype=torch.float64, device=U.device)
         for X, targets in self.data.chunks(U.shape[0], U.shape[2]):
-            total += objective.g_terms(X, targets, U, v, self.data.groups, self.beta).double().sum(1)
+            total += self._data_terms(X, targets, U, v).double().sum(1)
         return total / self.data.n_samples + self._linear_part(U, v)[0]
