@@ -93,7 +93,8 @@ EXPERIMENTS: dict[str, Experiment] = {
     "digits": Experiment(
         "digits", ("mnist.npz", "usps.npz"),
         lambda d, s: {name: digits_task(name, d) for name in ("mnist", "usps")}, "center-l2", _digits_plan,
-        options={"mnist": {"last": {"batch_size": 1000, "inner_iter": 300, "max_dca_iter": 100, "n_jobs": 2}},
+        options={"mnist": {"last": {"batch_size": 1000, "inner_iter": 300, "max_dca_iter": 100, "n_jobs": 2,
+                                    "early_stopping": True}},
                  "usps": {"last": {"batch_size": 500, "inner_iter": 300, "max_dca_iter": 30, "n_jobs": 2}}},
         cv_rows=5000,
         caption="MNIST (60000 / 10000) and USPS (7291 / 2007), one-vs-all, zero mean and unit l2 "

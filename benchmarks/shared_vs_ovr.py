@@ -62,7 +62,8 @@ def build(multiclass: str, total_atoms: int, n_classes: int, args: argparse.Name
     return LASTClassifier(per_head, multiclass=multiclass, preprocess=PREPROCESS,
                           inner_solver=args.inner_solver, max_dca_iter=args.max_dca_iter,
                           inner_iter=args.inner_iter, batch_size=args.batch_size, n_jobs=args.n_jobs,
-                          tol=args.tol, random_state=args.seed, verbose=0)
+                          tol=args.tol, early_stopping=args.early_stopping, random_state=args.seed,
+                          verbose=0)
 
 
 def latency(model, folder: Path) -> dict[str, float]:
@@ -156,6 +157,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--n-jobs", type=int, default=1, help="torch threads during fit (default 1)")
     p.add_argument("--tol", type=float, default=LASTClassifier().tol,
                    help="DCA's stopping tolerance on the parameter change (0: run max-dca-iter iterations)")
+    p.add_argument("--early-stopping", action="store_true",
+                   help="hold out 10 %% of the training rows and keep the best validation iterate")
     p.add_argument("--inner-solver", default="auto", choices=["auto", "adam", "lbfgs", "subgradient"],
                    help="LAST's inner solver (default auto)")
     p.add_argument("--quick", action="store_true",
