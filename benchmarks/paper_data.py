@@ -23,20 +23,40 @@ def texture_patches(image: np.ndarray, n: int, size: int, rng: np.random.RandomS
     return np.stack([image[r:r + size, c:c + size].ravel() for r, c in zip(rows, cols)]).astype(np.float64)
 
 
+def equalized(image: np.ndarray) -> np.ndarray:
+    """``image`` halved (means of 2x2 blocks) and histogram-equalised to 256 grey levels.
+
+    The form the paper's 32-texture Brodatz set is believed to take (256x256, histogram-equalised;
+    ``SOURCES.md``): every grey level equally frequent, so mean brightness and contrast no longer
+    tell two textures apart and only their structure does.
+    """
+    rows, cols = image.shape[0] // 2 * 2, image.shape[1] // 2 * 2
+    halved = image[:rows, :cols].astype(np.float64).reshape(rows // 2, 2, cols // 2, 2).mean(axis=(1, 3))
+    ranks = np.argsort(np.argsort(halved, axis=None, kind="stable"), kind="stable")
+    return (ranks * 256 // ranks.size).reshape(halved.shape).astype(np.float64)
+
+
+TEXTURE_SOURCES = {"equalized": equalized, "scan": lambda image: image}
+
+
 def texture_task(task: str, data_dir: Path = DEFAULT_DATA, n_per_class: int = 500, size: int = 12,
-                 seed: int = 0) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+                 seed: int = 0, source: str = "equalized") -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """One binary texture task: train patches from the top half, test from the bottom half.
 
-    Returns ``X_train, y_train, X_test, y_test`` (raw pixel values; label 0 / 1 = first / second
-    texture of the pair); models normalise each patch to unit l2 norm (``preprocess="l2"``).
+    ``source`` is ``"equalized"`` (each scan halved and histogram-equalised, see :func:`equalized`)
+    or ``"scan"`` (the USC-SIPI scan as stored). Returns ``X_train, y_train, X_test, y_test`` (pixel
+    values; label 0 / 1 = first / second texture of the pair); models normalise each patch to unit
+    l2 norm (``preprocess="l2"``).
     """
     if task not in TEXTURE_TASKS:
         raise ValueError(f"unknown texture task {task!r}; choose from {sorted(TEXTURE_TASKS)}")
+    if source not in TEXTURE_SOURCES:
+        raise ValueError(f"unknown texture source {source!r}; choose from {sorted(TEXTURE_SOURCES)}")
     rng = np.random.RandomState(seed)
     archive = np.load(Path(data_dir) / "brodatz_usc_sipi.npz")
     splits = {"train": ([], []), "test": ([], [])}
     for label, name in enumerate(TEXTURE_TASKS[task]):
-        image = archive[name][:_USABLE_ROWS.get(name, _DEFAULT_USABLE_ROWS)]
+        image = TEXTURE_SOURCES[source](archive[name][:_USABLE_ROWS.get(name, _DEFAULT_USABLE_ROWS)])
         half = image.shape[0] // 2
         for split, region in (("train", image[:half]), ("test", image[half:])):
             splits[split][0].append(texture_patches(region, n_per_class, size, rng))

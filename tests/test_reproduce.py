@@ -72,6 +72,30 @@ def test_quick_run_writes_every_table_json_and_figure(quick_run):
     assert (quick_run / "mnist_last.npz").is_file()
 
 
+def test_quick_run_chooses_the_weight_decay_on_training_rows(quick_run):
+    for name, task in (("textures", "bark-woodgrain"), ("digits", "mnist")):
+        rows = json.loads((quick_run / f"{name}.json").read_text())["results"]
+        validated = [r for r in rows if r["task"] == task and r["method"] == "last-mu"]
+        assert validated and all(r["notes"].startswith("mu=") for r in validated)
+        assert ("3-fold CV" if name == "textures" else "validation") in validated[0]["notes"]
+
+
+def test_equalized_texture_is_halved_and_uses_grey_levels_evenly():
+    sys.path.insert(0, str(BENCHMARKS))
+    try:
+        from paper_data import equalized
+    finally:
+        sys.path.remove(str(BENCHMARKS))
+    image = np.random.RandomState(0).randint(100, 140, (64, 32)).astype(np.uint8)
+    out = equalized(image)
+    halved = image.astype(float).reshape(32, 2, 16, 2).mean(axis=(1, 3))
+    assert out.shape == (32, 16)
+    assert np.all(np.bincount(out.astype(int).ravel(), minlength=256) == 2)  # 512 pixels, 256 levels
+    order = np.argsort(halved, axis=None, kind="stable")
+    assert np.all(np.diff(out.ravel()[order]) >= 0)  # brighter stays at least as bright
+    assert len(np.unique(out)) == 256
+
+
 def test_quick_run_puts_the_papers_numbers_beside_ours(quick_run):
     rows = json.loads((quick_run / "digits.json").read_text())["results"]
     paper = {(r["task"], r["method"]): r["paper_error_pct"] for r in rows}
