@@ -250,8 +250,10 @@ def make_figures(experiment: Experiment, rows: list[dict[str, Any]], kept: dict,
     if experiment.name == "textures":
         n = _closest([r["n_atoms"] for r in rows if r["method"] == "last"], 50)
         for task in TEXTURE_TASKS:
+            # last-mu's objective adds (mu/2)||U||^2: not (P), so not on this figure
             curves = {r["label"]: [(p["time"], p["objective"]) for p in r["history"]]
-                      for r in rows if r["task"] == task and r["n_atoms"] == n and r.get("history")}
+                      for r in rows if r["task"] == task and r["n_atoms"] == n and r.get("history")
+                      and r["method"] != "last-mu"}
             if curves:
                 figures.objective_vs_time(curves, out / f"objective_vs_time_{task}.png",
                                           f"{task}, N = {n}: objective of (P) against training time")
