@@ -2,19 +2,22 @@
 
     python benchmarks/reproduce.py EXPERIMENT [--data ../shared/data] [--out reproduce-results]
                                    [--quick] [--seed 0] [--n-atoms ...] [--methods ...]
-                                   [--mnist-budget SECONDS]
+                                   [--tasks ...] [--mnist-budget SECONDS] [--texture-source ...]
+    python benchmarks/reproduce.py EXPERIMENT --merge RUN.json [RUN.json ...] [--out ...]
 
 EXPERIMENT is one of ``textures``, ``deer-horse``, ``digits`` (MNIST and USPS), ``test-time``, or
 ``all``. Each prints a Markdown table with the paper's number beside ours and writes
 ``OUT/EXPERIMENT.json`` (rows are added as they finish, so a stopped run keeps what it measured)
 and its figures ``OUT/*.png``. ``--quick`` runs every experiment on small subsets with tiny budgets
-(a smoke test of the whole pipeline, not results). Data set files and their provenance:
-``../shared/data/SOURCES.md``.
+(a smoke test of the whole pipeline, not results). ``--merge`` joins the JSON files of partial
+runs (narrowed by ``--tasks``, ``--methods``, ``--n-atoms``) into one table and its figures.
+Data set files and their provenance: ``../shared/data/SOURCES.md``.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 import time
 from collections.abc import Callable
@@ -46,7 +49,7 @@ class Experiment:
 
     name: str
     data_files: tuple[str, ...]
-    load: Callable[[Path, int], dict[str, Data]]
+    load: Callable[[argparse.Namespace], dict[str, Data]]  # reads --data, --seed, --quick, ...
     preprocess: str
     plans: Callable[[str], dict[str, list[int] | None]]
     options: dict[str, dict[str, dict[str, Any]]] = field(default_factory=dict)  # task -> method -> kwargs
@@ -54,9 +57,35 @@ class Experiment:
     caption: str = ""
 
 
-def _texture_tasks(data_dir: Path, seed: int, n_per_class: int = 500, source: str = "equalized") -> dict[str, Data]:
-    return {task: texture_task(task, data_dir, n_per_class=n_per_class, seed=seed, source=source)
+def subsample(data: Data, seed: int) -> Data:
+    """The ``--quick`` subset: a few hundred stratified rows of each split."""
+    X_train, y_train, X_test, y_test = data
+    keep = []
+    for X, y, n in ((X_train, y_train, QUICK_ROWS["train"]), (X_test, y_test, QUICK_ROWS["test"])):
+        if n < len(y):
+            X, _, y, _ = train_test_split(X, y, train_size=n, stratify=y, random_state=seed)
+        keep += [X, y]
+    return tuple(keep)
+
+
+def _quick(tasks: dict[str, Data], args: argparse.Namespace) -> dict[str, Data]:
+    return {task: subsample(data, args.seed) for task, data in tasks.items()} if args.quick else tasks
+
+
+def _texture_tasks(args: argparse.Namespace) -> dict[str, Data]:
+    # --quick cuts fewer patches rather than subsampling: patches come from disjoint image regions
+    n_per_class = QUICK_TEXTURE_PATCHES if args.quick else 500
+    return {task: texture_task(task, args.data, n_per_class=n_per_class, seed=args.seed,
+                               source=args.texture_source)
             for task in TEXTURE_TASKS}
+
+
+def _deer_horse_tasks(args: argparse.Namespace) -> dict[str, Data]:
+    return _quick({"deer-horse": deer_horse_task(args.data)}, args)
+
+
+def _digits_tasks(args: argparse.Namespace) -> dict[str, Data]:
+    return _quick({name: digits_task(name, args.data) for name in ("mnist", "usps")}, args)
 
 
 def _texture_plan(task: str) -> dict[str, list[int] | None]:
@@ -89,15 +118,13 @@ EXPERIMENTS: dict[str, Experiment] = {
                 "500 + 500 training patches (12x12) per task from the top half of each image, 500 + 500 "
                 "test patches from the bottom half; unit l2 norm."),
     "deer-horse": Experiment(
-        "deer-horse", ("cifar10_deer_horse.npz",), lambda d, s: {"deer-horse": deer_horse_task(d)},
-        "none", _deer_horse_plan,
+        "deer-horse", ("cifar10_deer_horse.npz",), _deer_horse_tasks, "none", _deer_horse_plan,
         options={"deer-horse": {"last": {"batch_size": 500, "inner_iter": 500, "max_dca_iter": 20,
                                          "n_jobs": 2}}},
         cv_rows=2000,
         caption="CIFAR-10 deer vs horse (JPEG copy): 10000 train / 2000 test, raw pixels (3072)."),
     "digits": Experiment(
-        "digits", ("mnist.npz", "usps.npz"),
-        lambda d, s: {name: digits_task(name, d) for name in ("mnist", "usps")}, "center-l2", _digits_plan,
+        "digits", ("mnist.npz", "usps.npz"), _digits_tasks, "center-l2", _digits_plan,
         options={"mnist": {"last": {"batch_size": 1000, "inner_iter": 300, "max_dca_iter": 100, "n_jobs": 2,
                                     "early_stopping": True},
                            # about 8 minutes a candidate; mu = 0.1 is next to nothing beside 54000 hinge terms
@@ -114,26 +141,10 @@ EXPERIMENT_NAMES = (*EXPERIMENTS, "test-time")
 
 
 # ------------------------------------------------------------------ runs
-def subsample(data: Data, seed: int) -> Data:
-    """The ``--quick`` subset: a few hundred stratified rows of each split."""
-    X_train, y_train, X_test, y_test = data
-    keep = []
-    for X, y, n in ((X_train, y_train, QUICK_ROWS["train"]), (X_test, y_test, QUICK_ROWS["test"])):
-        if n < len(y):
-            X, _, y, _ = train_test_split(X, y, train_size=n, stratify=y, random_state=seed)
-        keep += [X, y]
-    return tuple(keep)
-
-
 def load_tasks(experiment: Experiment, args: argparse.Namespace) -> dict[str, Data]:
-    if experiment.name == "textures":
-        tasks = _texture_tasks(args.data, args.seed, QUICK_TEXTURE_PATCHES if args.quick else 500,
-                               args.texture_source)
-        return {task: data for task, data in tasks.items() if not args.tasks or task in args.tasks}
-    tasks = experiment.load(args.data, args.seed)
-    if args.tasks:
-        tasks = {task: data for task, data in tasks.items() if task in args.tasks}
-    return {task: subsample(data, args.seed) for task, data in tasks.items()} if args.quick else tasks
+    """The experiment's tasks (only those of ``--tasks`` when given), each as (X_train, y_train, X_test, y_test)."""
+    tasks = experiment.load(args)
+    return {task: data for task, data in tasks.items() if not args.tasks or task in args.tasks}
 
 
 def plan_for(experiment: Experiment, task: str, args: argparse.Namespace) -> dict[str, list[int] | None]:
@@ -237,6 +248,37 @@ def _training_record(model, curve: LearningCurve | None) -> dict[str, Any]:
         record["learning_curve"] = curve.points
         record["seconds_to_error_pct"] = curve.milestones()
     return record
+
+
+def merge_rows(experiment: Experiment, paths: list[Path]) -> list[dict[str, Any]]:
+    """The rows of several (partial) runs' JSON files of one experiment, as one table.
+
+    A later file's row replaces an earlier one for the same task, method and N; rows are ordered
+    by task (as first seen), then by the experiment's plan, then by N.
+    """
+    merged: dict[tuple[str, str, int | None], dict[str, Any]] = {}
+    sources = set()
+    for path in paths:
+        try:
+            record = json.loads(path.read_text())
+        except (OSError, ValueError) as error:
+            raise ValueError(f"cannot read results file {path}: {error}") from None
+        if not isinstance(record, dict) or record.get("benchmark") != f"reproduce {experiment.name}":
+            raise ValueError(f"{path} holds no results of reproduce.py {experiment.name}")
+        sources.add(record["args"].get("texture_source"))
+        if len(sources) > 1:
+            raise ValueError(f"{path} ran on another --texture-source than the files before it")
+        for row in record["results"]:
+            merged[row["task"], row["method"], row["n_atoms"]] = row
+    tasks = list(dict.fromkeys(task for task, _, _ in merged))
+
+    def order(key: tuple[str, str, int | None]) -> tuple[int, int, int]:
+        task, method, n = key
+        methods = list(experiment.plans(task))
+        rank = methods.index(method) if method in methods else len(methods)
+        return tasks.index(task), rank, -1 if n is None else n
+
+    return [merged[key] for key in sorted(merged, key=order)]
 
 
 # ---------------------------------------------------------------- figures
@@ -344,8 +386,19 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                         "set (default), or the USC-SIPI scan as stored (outputs named textures-scan.*)")
     p.add_argument("--mnist-budget", type=float, default=MNIST_BUDGET_S, metavar="SECONDS",
                    help=f"wall-clock budget of LAST on MNIST (default {MNIST_BUDGET_S} s, the issue's)")
+    p.add_argument("--merge", type=Path, nargs="+", metavar="JSON",
+                   help="run nothing: merge these results files of the experiment (later rows replace "
+                        "earlier ones of the same task, method and N) into OUT/EXPERIMENT.json, .md and figures")
     args = p.parse_args(argv)
     names = [n for n in EXPERIMENT_NAMES if args.experiment in (n, "all")]
+    if args.merge:
+        if args.experiment not in EXPERIMENTS:
+            p.error(f"--merge takes one of {', '.join(EXPERIMENTS)}, not {args.experiment}")
+        missing = [str(path) for path in args.merge if not path.is_file()]
+        if missing:
+            p.error(f"--merge: no such file: {', '.join(missing)}")
+        args.experiments = names
+        return args
     for name in names:
         files = EXPERIMENTS[name].data_files if name in EXPERIMENTS else ("mnist.npz",)
         missing = [f for f in files if not (args.data / f).is_file()]
@@ -364,6 +417,16 @@ def main(argv: list[str] | None = None) -> int:
             import mnist_test_time
 
             text = mnist_test_time.run(args)
+        elif args.merge:
+            experiment = EXPERIMENTS[name]
+            try:
+                rows = merge_rows(experiment, args.merge)
+            except ValueError as error:
+                print(f"reproduce.py: error: {error}", file=sys.stderr)
+                return 2
+            write_json(args.out / f"{output_name(name, args)}.json", name, args, rows)
+            make_figures(experiment, rows, {}, {}, args)
+            text = summary(experiment, rows, args)
         else:
             experiment = EXPERIMENTS[name]
             text = summary(experiment, run_experiment(experiment, args), args)

@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from sklearn.model_selection import train_test_split
+from sklearn.model_selection import StratifiedShuffleSplit, train_test_split
 
 import harness
 from lastedge.runtime import bench
@@ -71,14 +71,12 @@ def choose_mu(multiclass: str, total_atoms: int, data: tuple[np.ndarray, ...],
               args: argparse.Namespace) -> tuple[float, dict[float, float]]:
     """The weight decay in ``args.mu_grid`` whose model, fitted on 90 % of the training rows, is
     most accurate on the other 10 % (stratified; ties keep the smaller mu). The test set plays no part."""
-    X_fit, X_val, y_fit, y_val = train_test_split(data[0], data[1], test_size=0.1, stratify=data[1],
-                                                  random_state=args.seed)
-    scores: dict[float, float] = {}
-    for mu in args.mu_grid:
-        clf = build(multiclass, total_atoms, len(np.unique(y_fit)), args, mu).fit(X_fit, y_fit)
-        scores[mu] = float(np.mean(clf.predict(X_val) == y_val))
-        print(f"  {multiclass} T={total_atoms} mu={mu:g}: hold-out accuracy {100 * scores[mu]:.2f} %",
-              file=sys.stderr, flush=True)
+    X_train, y_train = data[0], data[1]
+    holdout = StratifiedShuffleSplit(n_splits=1, test_size=0.1, random_state=args.seed)
+    estimator = build(multiclass, total_atoms, len(np.unique(y_train)), args, mu=0.0)
+    scores = harness.mu_scores(estimator, tuple(sorted(args.mu_grid)), X_train, y_train, holdout)
+    print(f"  {multiclass} T={total_atoms}: hold-out accuracy % by mu: "
+          + ", ".join(f"{mu:g}: {100 * score:.2f}" for mu, score in scores.items()), file=sys.stderr, flush=True)
     return max(scores, key=scores.get), scores
 
 

@@ -103,3 +103,28 @@ def test_quick_run_puts_the_papers_numbers_beside_ours(quick_run):
     last = next(r for r in rows if r["task"] == "mnist" and r["method"] == "last")
     assert last["learning_curve"] and set(last["seconds_to_error_pct"]) == {"2", "1.5", "1.32"}
     assert "| LAST | numpy fp32 |" in (quick_run / "test-time.md").read_text()
+
+
+def test_merge_joins_partial_runs_later_rows_winning(quick_run, tmp_path):
+    record = json.loads((quick_run / "textures.json").read_text())
+    rows = record["results"]
+    first, rest = rows[:3], rows[3:]
+    rerun = {**first[0], "error_pct": 1.5}  # the same task, method and N measured again
+    for name, part in (("a", first), ("b", [rerun, *rest])):
+        (tmp_path / f"{name}.json").write_text(json.dumps({**record, "results": part}))
+    out = tmp_path / "merged"
+    sys.path.insert(0, str(BENCHMARKS))
+    try:
+        import reproduce
+
+        paths = [str(tmp_path / "a.json"), str(tmp_path / "b.json")]
+        assert reproduce.main(["textures", "--merge", *paths, "--out", str(out)]) == 0
+        assert reproduce.main(["digits", "--merge", *paths, "--out", str(out)]) == 2  # not digits results
+    finally:
+        sys.path.remove(str(BENCHMARKS))
+    merged = json.loads((out / "textures.json").read_text())["results"]
+    key = lambda row: (row["task"], row["method"], row["n_atoms"])  # noqa: E731
+    assert sorted(map(key, merged)) == sorted(map(key, rows))
+    assert next(r for r in merged if key(r) == key(first[0]))["error_pct"] == 1.5
+    assert (out / "textures_accuracy.png").read_bytes().startswith(b"\x89PNG")
+    assert "| 1.50 |" in (out / "textures.md").read_text()

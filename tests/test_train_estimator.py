@@ -153,6 +153,21 @@ def test_sgd_refuses_unknown_optimizer():
         SGDSoftThresholdClassifier(**FAST_SGD, optimizer="rmsprop").fit(X, y)
 
 
+@pytest.mark.parametrize("optimizer", ["sgd", "adam"])
+def test_sgd_gives_the_same_classifier_on_rescaled_raw_rows(digits_data, optimizer):
+    # Raw 0-16 digits pixels, and the same rows x 1000: the step on the atoms follows the data's
+    # scale, so the grid's steps mean the same on both and the two fits agree.
+    X, y = digits_data.X_train[:300], digits_data.y_train[:300]
+    params = {**FAST_SGD, "n_atoms": 8, "max_iter": 300, "preprocess": "none", "optimizer": optimizer,
+              "step_sizes": (0.1, 0.001) if optimizer == "sgd" else (0.01, 0.001)}
+    small = SGDSoftThresholdClassifier(**params).fit(X, y)
+    large = SGDSoftThresholdClassifier(**params).fit(1000.0 * X, y)
+    assert small.step_ == large.step_
+    np.testing.assert_allclose(large.coef_, small.coef_, rtol=1e-3, atol=1e-4)
+    assert np.mean(large.predict(1000.0 * digits_data.X_test) == small.predict(digits_data.X_test)) > 0.99
+    assert small.feature_sparsity(digits_data.X_test) < 0.99  # the atoms did not all die
+
+
 def test_wrong_width_or_nan_at_predict_is_refused(tiny_last, digits_data):
     with pytest.raises(ValueError, match="10 features.*expecting 64"):
         tiny_last.predict(digits_data.X_test[:, :10])
