@@ -128,3 +128,18 @@ def test_merge_joins_partial_runs_later_rows_winning(quick_run, tmp_path):
     assert next(r for r in merged if key(r) == key(first[0]))["error_pct"] == 1.5
     assert (out / "textures_accuracy.png").read_bytes().startswith(b"\x89PNG")
     assert "| 1.50 |" in (out / "textures.md").read_text()
+
+
+def test_svm_rows_are_scaled_to_unit_mean_norm_and_unit_rows_kept():
+    sys.path.insert(0, str(BENCHMARKS))
+    try:
+        from harness import UnitMeanNorm
+    finally:
+        sys.path.remove(str(BENCHMARKS))
+    rng = np.random.RandomState(0)
+    pixels = rng.randint(0, 256, (50, 30)).astype(np.float32)
+    scaled = UnitMeanNorm().fit(pixels).transform(pixels)
+    assert np.isclose(np.mean(np.sum(scaled.astype(np.float64) ** 2, axis=1)), 1.0, rtol=1e-5)
+    unit = pixels / np.linalg.norm(pixels, axis=1, keepdims=True)
+    np.testing.assert_allclose(UnitMeanNorm().fit(unit).transform(unit), unit, rtol=1e-6)
+    assert UnitMeanNorm().fit(np.zeros((3, 4))).scale_ == 1.0
