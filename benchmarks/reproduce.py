@@ -266,7 +266,8 @@ def merge_rows(experiment: Experiment, paths: list[Path]) -> list[dict[str, Any]
             raise ValueError(f"cannot read results file {path}: {error}") from None
         if not isinstance(record, dict) or record.get("benchmark") != f"reproduce {experiment.name}":
             raise ValueError(f"{path} holds no results of reproduce.py {experiment.name}")
-        sources.add(record["args"].get("texture_source"))
+        if experiment.name == "textures":
+            sources.add(record["args"].get("texture_source"))
         if len(sources) > 1:
             raise ValueError(f"{path} ran on another --texture-source than the files before it")
         for row in record["results"]:
@@ -351,8 +352,8 @@ def error_by_atoms(rows: list[dict[str, Any]], task: str) -> str:
     rows = [r for r in rows if r["task"] == task]
     sizes = sorted({r["n_atoms"] for r in rows if r["n_atoms"] is not None})
     columns: list[int | None] = [*sizes, None] if any(r["n_atoms"] is None for r in rows) else sizes
-    cells = {(r["label"], r["n_atoms"]): f"{r['error_pct']:.1f}" + (
-        f" ({r['paper_error_pct']:.1f})" if r.get("paper_error_pct") is not None else "") for r in rows}
+    cells = {(r["label"], r["n_atoms"]): f"{r['error_pct']:.2f}" + (
+        f" ({r['paper_error_pct']:.2f})" if r.get("paper_error_pct") is not None else "") for r in rows}
     lines = [f"| {task}: test error % (paper) | " + " | ".join(
                  "no atoms" if n is None else f"N = {n}" for n in columns) + " |",
              "|---|" + "---|" * len(columns)]

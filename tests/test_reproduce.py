@@ -120,6 +120,11 @@ def test_merge_joins_partial_runs_later_rows_winning(quick_run, tmp_path):
         paths = [str(tmp_path / "a.json"), str(tmp_path / "b.json")]
         assert reproduce.main(["textures", "--merge", *paths, "--out", str(out)]) == 0
         assert reproduce.main(["digits", "--merge", *paths, "--out", str(out)]) == 2  # not digits results
+        digits = json.loads((quick_run / "digits.json").read_text())
+        del digits["args"]["texture_source"]  # files written before the option existed
+        (tmp_path / "old.json").write_text(json.dumps(digits))
+        assert reproduce.main(["digits", "--merge", str(tmp_path / "old.json"), str(quick_run / "digits.json"),
+                               "--out", str(out)]) == 0
     finally:
         sys.path.remove(str(BENCHMARKS))
     merged = json.loads((out / "textures.json").read_text())["results"]
@@ -128,6 +133,7 @@ def test_merge_joins_partial_runs_later_rows_winning(quick_run, tmp_path):
     assert next(r for r in merged if key(r) == key(first[0]))["error_pct"] == 1.5
     assert (out / "textures_accuracy.png").read_bytes().startswith(b"\x89PNG")
     assert "| 1.50 |" in (out / "textures.md").read_text()
+    assert "mnist: test error % (paper)" in (out / "digits.md").read_text()
 
 
 def test_svm_rows_are_scaled_to_unit_mean_norm_and_unit_rows_kept():
