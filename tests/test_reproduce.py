@@ -128,7 +128,7 @@ def test_merge_joins_partial_runs_later_rows_winning(quick_run, tmp_path):
     finally:
         sys.path.remove(str(BENCHMARKS))
     merged = json.loads((out / "textures.json").read_text())["results"]
-    key = lambda row: (row["task"], row["method"], row["n_atoms"])  # noqa: E731
+    key = lambda row: (row["task"], row["method"], row["n_atoms"])
     assert sorted(map(key, merged)) == sorted(map(key, rows))
     assert next(r for r in merged if key(r) == key(first[0]))["error_pct"] == 1.5
     assert (out / "textures_accuracy.png").read_bytes().startswith(b"\x89PNG")
