@@ -35,6 +35,7 @@ from lastedge.runtime.model import write_atomically
 from lastedge.train import LASTClassifier, SGDSoftThresholdClassifier
 from lastedge.train.baselines import SoftThresholdEncoderSVM
 from lastedge.train.centroids import KMeansCentroidClassifier
+from lastedge.train.sgd import root_mean_square_norm
 from lastedge.train.sparse_coding import SparseCodingSVM
 
 # The paper runs SGD for 250000 minibatch iterations; at ~2 ms an iteration on this 2-core machine
@@ -207,8 +208,7 @@ class UnitMeanNorm(TransformerMixin, BaseEstimator):
     """
 
     def fit(self, X: np.ndarray, y: np.ndarray | None = None) -> UnitMeanNorm:
-        mean_square = float(np.mean(np.einsum("ij,ij->i", X, X, dtype=np.float64)))
-        self.scale_ = 1.0 / np.sqrt(mean_square) if mean_square > 0 else 1.0
+        self.scale_ = 1.0 / root_mean_square_norm(X)
         return self
 
     def transform(self, X: np.ndarray) -> np.ndarray:

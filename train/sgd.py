@@ -95,7 +95,7 @@ class SGDSoftThresholdClassifier(SoftThresholdBase):
         rng = check_random_state(self.random_state)
         Z, targets, groups, U0, v0 = self._prepare(X, y_index, rng)
         steps = tuple(self.step_sizes or DEFAULT_STEPS[self.optimizer])
-        r = _row_scale(Z)
+        r = root_mean_square_norm(Z)
         held_out = rng.rand(len(Z)) < self.validation_fraction
         if held_out.all() or not held_out.any():
             held_out[:] = False
@@ -155,7 +155,7 @@ class SGDSoftThresholdClassifier(SoftThresholdBase):
         return U.detach(), v.detach(), history
 
 
-def _row_scale(Z: np.ndarray) -> float:
+def root_mean_square_norm(Z: np.ndarray) -> float:
     """``r``, the root of the rows' mean squared l2 norm (1 for unit-norm rows, and if zero)."""
     r_squared = float(np.mean(np.einsum("ij,ij->i", Z, Z, dtype=np.float64)))
     return float(np.sqrt(r_squared)) if r_squared > 0 else 1.0
