@@ -26,7 +26,8 @@ except ImportError as error:  # pragma: no cover - depends on the environment
     raise ImportError("benchmarks/figures.py needs matplotlib: pip install 'lastedge[plot]'") from error
 
 DPI = 120
-MARKERS = "osD^v<>ph*"
+COLOURS = tuple(f"C{i}" for i in range(10))
+MARKERS = "osD^vP*Xd"  # 9 markers against 10 colours: the first 90 methods get distinct pairs
 MAX_POINTS = 2000  # features_2d draws at most this many points
 ATOMS_PER_ROW = 10
 CLASS_COLOURS = ("tab:blue", "tab:orange")
@@ -43,7 +44,7 @@ def accuracy_vs_atoms(rows: list[dict[str, Any]], path: Path, title: str) -> Non
     """
     _check_rows(rows)
     methods = list(dict.fromkeys(row["method"] for row in rows))
-    style = {key: (f"C{i % 10}", MARKERS[i % len(MARKERS)]) for i, key in enumerate(methods)}
+    style = method_styles(methods)
     tasks = list(dict.fromkeys(row["task"] for row in rows))
     fig = _figure((5.0 * len(tasks), 4.4))
     axes = fig.subplots(1, len(tasks), squeeze=False)[0]
@@ -69,6 +70,12 @@ def accuracy_vs_atoms(rows: list[dict[str, Any]], path: Path, title: str) -> Non
                ncol=min(3, len(handles)), frameon=False)
     fig.suptitle(title)
     _save(fig, path)
+
+
+def method_styles(methods: list[str]) -> dict[str, tuple[str, str]]:
+    """A (colour, marker) pair per method, distinct for up to 90 methods (colours and markers wrap
+    at different lengths, so the 11th method does not repeat the 1st)."""
+    return {key: (COLOURS[i % len(COLOURS)], MARKERS[i % len(MARKERS)]) for i, key in enumerate(methods)}
 
 
 def _check_rows(rows: list[dict[str, Any]]) -> None:

@@ -41,6 +41,12 @@ def test_accuracy_vs_atoms(tmp_path):
     assert_png(tmp_path / "accuracy.png")
 
 
+def test_method_styles_stay_distinct_past_ten_methods():
+    # the textures table has 11 methods: colour and marker must not both wrap back to the first's
+    styles = figures.method_styles([f"method-{i}" for i in range(15)])
+    assert len(set(styles.values())) == 15
+
+
 @pytest.mark.parametrize(("rows", "match"), [
     ([], "rows is empty"),
     ([{"task": "t", "method": "sgd", "label": "SGD", "n_atoms": 10}], r"rows\[0\] lacks \['error_pct'\]"),
