@@ -46,7 +46,7 @@ def accuracy_vs_atoms(rows: list[dict[str, Any]], path: Path, title: str) -> Non
     methods = list(dict.fromkeys(row["method"] for row in rows))
     style = method_styles(methods)
     tasks = list(dict.fromkeys(row["task"] for row in rows))
-    fig = _figure((5.0 * len(tasks), 4.4))
+    fig = _figure((max(5.0 * len(tasks), 7.5), 4.4))  # one task: wide enough for the legend
     axes = fig.subplots(1, len(tasks), squeeze=False)[0]
     for ax, task in zip(axes, tasks):
         task_rows = [row for row in rows if row["task"] == task]
@@ -67,7 +67,7 @@ def accuracy_vs_atoms(rows: list[dict[str, Any]], path: Path, title: str) -> Non
         for handle, label in zip(*ax.get_legend_handles_labels()):
             handles.setdefault(label, handle)
     fig.legend(handles.values(), handles.keys(), loc="outside lower center", fontsize=8,
-               ncol=min(3, len(handles)), frameon=False)
+               ncol=min(3 if len(tasks) > 1 else 2, len(handles)), frameon=False)
     fig.suptitle(title)
     _save(fig, path)
 
