@@ -55,6 +55,7 @@ class Experiment:
     options: dict[str, dict[str, dict[str, Any]]] = field(default_factory=dict)  # task -> method -> kwargs
     cv_rows: int | None = None
     caption: str = ""
+    data_args: tuple[str, ...] = ()  # options that change the data: merged files must agree on them
 
 
 def subsample(data: Data, seed: int) -> Data:
@@ -117,7 +118,8 @@ EXPERIMENTS: dict[str, Experiment] = {
         "textures", ("brodatz_usc_sipi.npz",), _texture_tasks, "l2", _texture_plan,
         caption="Brodatz (USC-SIPI scans, halved and histogram-equalised unless --texture-source scan): "
                 "500 + 500 training patches (12x12) per task from the top half of each image, 500 + 500 "
-                "test patches from the bottom half; unit l2 norm."),
+                "test patches from the bottom half; unit l2 norm.",
+        data_args=("texture_source",)),
     "deer-horse": Experiment(
         "deer-horse", ("cifar10_deer_horse.npz",), _deer_horse_tasks, "none", _deer_horse_plan,
         options={"deer-horse": {"last": {"batch_size": 500, "inner_iter": 500, "max_dca_iter": 20,
@@ -258,7 +260,7 @@ def merge_rows(experiment: Experiment, paths: list[Path]) -> list[dict[str, Any]
     by task (as first seen), then by the experiment's plan, then by N.
     """
     merged: dict[tuple[str, str, int | None], dict[str, Any]] = {}
-    sources = set()
+    data_choices = set()
     for path in paths:
         try:
             record = json.loads(path.read_text())
@@ -266,10 +268,10 @@ def merge_rows(experiment: Experiment, paths: list[Path]) -> list[dict[str, Any]
             raise ValueError(f"cannot read results file {path}: {error}") from None
         if not isinstance(record, dict) or record.get("benchmark") != f"reproduce {experiment.name}":
             raise ValueError(f"{path} holds no results of reproduce.py {experiment.name}")
-        if experiment.name == "textures":
-            sources.add(record["args"].get("texture_source"))
-        if len(sources) > 1:
-            raise ValueError(f"{path} ran on another --texture-source than the files before it")
+        data_choices.add(tuple(record["args"].get(name) for name in experiment.data_args))
+        if len(data_choices) > 1:
+            options = ", ".join("--" + name.replace("_", "-") for name in experiment.data_args)
+            raise ValueError(f"{path} ran with other {options} than the files before it")
         for row in record["results"]:
             merged[row["task"], row["method"], row["n_atoms"]] = row
     tasks = list(dict.fromkeys(task for task, _, _ in merged))

@@ -120,6 +120,10 @@ def test_merge_joins_partial_runs_later_rows_winning(quick_run, tmp_path):
         paths = [str(tmp_path / "a.json"), str(tmp_path / "b.json")]
         assert reproduce.main(["textures", "--merge", *paths, "--out", str(out)]) == 0
         assert reproduce.main(["digits", "--merge", *paths, "--out", str(out)]) == 2  # not digits results
+        scan = {**record, "args": {**record["args"], "texture_source": "scan"}}
+        (tmp_path / "scan.json").write_text(json.dumps(scan))
+        assert reproduce.main(["textures", "--merge", paths[0], str(tmp_path / "scan.json"),
+                               "--out", str(tmp_path / "mixed")]) == 2  # other data
         digits = json.loads((quick_run / "digits.json").read_text())
         del digits["args"]["texture_source"]  # files written before the option existed
         (tmp_path / "old.json").write_text(json.dumps(digits))
