@@ -3,10 +3,12 @@
     python benchmarks/shared_vs_ovr.py [--datasets mnist,usps] [--total-atoms 100,200,...]
                                        [--train-rows N] [--max-dca-iter K] [--inner-solver S]
                                        [--batch-size B] [--n-jobs J] [--tol TOL] [--mu MU]
+                                       [--methods shared,ovr] [--hinge max|sum]
                                        [--quick] [--json PATH] [--plot PATH] [--data ../shared/data]
 
 For each data set and each total atom count T: ``multiclass="shared"`` (one dictionary of T atoms,
-each voting for one class) and ``multiclass="ovr"`` (T / 10 atoms per class, 10 heads, T in all).
+each voting for one class, trained with the multi-class hinge ``--hinge``) and ``multiclass="ovr"``
+(T / 10 atoms per class, 10 heads, T in all).
 Inputs centred and scaled to unit l2 norm per image (the paper's digits setting). Each model is
 fitted once (timed), scored on the full test set, exported with ``to_model`` and saved to a
 temporary ``.npz``, whose latency the runtime's numpy backend measures (``lastedge.runtime.bench``,
@@ -30,6 +32,7 @@ from sklearn.model_selection import StratifiedShuffleSplit, train_test_split
 import harness
 from lastedge.runtime import bench
 from lastedge.train import LASTClassifier
+from lastedge.train.objective import HINGES
 from paper_data import DEFAULT_DATA, digits_task
 
 PREPROCESS = "center-l2"
@@ -60,7 +63,7 @@ def stratified_rows(X: np.ndarray, y: np.ndarray, n: int | None, seed: int) -> t
 def build(multiclass: str, total_atoms: int, n_classes: int, args: argparse.Namespace,
           mu: float) -> LASTClassifier:
     per_head = total_atoms if multiclass == "shared" else total_atoms // n_classes
-    return LASTClassifier(per_head, multiclass=multiclass, preprocess=PREPROCESS,
+    return LASTClassifier(per_head, multiclass=multiclass, hinge=args.hinge, preprocess=PREPROCESS,
                           inner_solver=args.inner_solver, max_dca_iter=args.max_dca_iter,
                           inner_iter=args.inner_iter, batch_size=args.batch_size, n_jobs=args.n_jobs,
                           tol=args.tol, early_stopping=args.early_stopping, mu=mu, random_state=args.seed,
@@ -90,13 +93,20 @@ def latency(model, folder: Path) -> dict[str, float]:
     return {"p50_us_b1": out[1], "p50_us_b1000": out[1000], "us_per_row_b1000": out[1000] / 1000}
 
 
+def label(multiclass: str, hinge: str) -> str:
+    """Table and plot name of a method; the shared model names its hinge when it is not the default."""
+    default = LASTClassifier().hinge
+    return MULTICLASS[multiclass] + (f" ({hinge} hinge)" if multiclass == "shared" and hinge != default else "")
+
+
 def run_one(multiclass: str, total_atoms: int, data: tuple[np.ndarray, ...], task: str,
             args: argparse.Namespace, folder: Path, mu: float) -> dict[str, Any]:
     X_train, y_train, X_test, y_test = data
     n_classes = len(np.unique(y_train))
     clf = build(multiclass, total_atoms, n_classes, args, mu)
-    row: dict[str, Any] = {"task": task, "method": multiclass, "label": MULTICLASS[multiclass],
+    row: dict[str, Any] = {"task": task, "method": multiclass, "label": label(multiclass, args.hinge),
                            "total_atoms": total_atoms, "atoms_per_head": clf.n_atoms, "mu": mu,
+                           "hinge": args.hinge if multiclass == "shared" else None,
                            "n_train": len(y_train), "n_test": len(y_test)}
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
@@ -136,7 +146,7 @@ def plot(rows: list[dict[str, Any]], path: Path) -> None:
             if not done:
                 continue
             x = [r["macs_per_sample"] for r in done]
-            ax.plot(x, [r["error_pct"] for r in done], marker=marker, label=MULTICLASS[method])
+            ax.plot(x, [r["error_pct"] for r in done], marker=marker, label=done[0]["label"])
             for r in done:
                 ax.annotate(str(r["total_atoms"]), (r["macs_per_sample"], r["error_pct"]),
                             textcoords="offset points", xytext=(4, 4), fontsize=7)
@@ -177,6 +187,11 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                    metavar="MU,MU,...", help="instead of --mu: per data set and method, choose mu among these "
                                              "on a 10 %% hold-out of the training rows, at the first total of "
                                              "--total-atoms, and use it at every total"),
+    p.add_argument("--methods", type=_method_list, default=list(MULTICLASS),
+                   help="comma separated subset of shared,ovr (default both)")
+    p.add_argument("--hinge", default=LASTClassifier().hinge, choices=HINGES,
+                   help="multi-class hinge of the shared model: max (Crammer-Singer, default) or sum "
+                        "(Weston-Watkins); one-vs-all heads are binary, where both are the paper's")
     p.add_argument("--early-stopping", action="store_true",
                    help="hold out 10 %% of the training rows and keep the best validation iterate")
     p.add_argument("--inner-solver", default="auto", choices=["auto", "adam", "lbfgs", "subgradient"],
@@ -208,12 +223,20 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     return args
 
 
-def _dataset_list(text: str) -> list[str]:
+def _choice_list(text: str, choices: tuple[str, ...] | dict[str, str], what: str) -> list[str]:
     names = [part.strip().lower() for part in text.split(",") if part.strip()]
-    unknown = [n for n in names if n not in DATASETS]
+    unknown = [n for n in names if n not in choices]
     if unknown or not names:
-        raise argparse.ArgumentTypeError(f"choose data sets from {','.join(DATASETS)}, got {text!r}")
+        raise argparse.ArgumentTypeError(f"choose {what} from {','.join(choices)}, got {text!r}")
     return names
+
+
+def _dataset_list(text: str) -> list[str]:
+    return _choice_list(text, DATASETS, "data sets")
+
+
+def _method_list(text: str) -> list[str]:
+    return _choice_list(text, MULTICLASS, "methods")
 
 
 def write_json(args: argparse.Namespace, rows: list[dict[str, Any]], selections: list[dict[str, Any]]) -> None:
@@ -233,13 +256,13 @@ def main(argv: list[str] | None = None) -> int:
             X_train, y_train, X_test, y_test = digits_task(task, args.data)
             X_train, y_train = stratified_rows(X_train, y_train, args.train_rows, args.seed)
             data = (X_train, y_train, X_test, y_test)
-            mus = {multiclass: args.mu for multiclass in MULTICLASS}
-            for multiclass in MULTICLASS if args.mu_grid else ():
+            mus = {multiclass: args.mu for multiclass in args.methods}
+            for multiclass in args.methods if args.mu_grid else ():
                 mus[multiclass], scores = choose_mu(multiclass, args.total_atoms[0], data, args)
                 selections.append({"task": task, "method": multiclass, "total_atoms": args.total_atoms[0],
                                    "holdout_accuracy": scores, "mu": mus[multiclass]})
             for total in args.total_atoms:
-                for multiclass in MULTICLASS:
+                for multiclass in args.methods:
                     row = run_one(multiclass, total, data, task, args, Path(tmp), mus[multiclass])
                     err = "failed" if row.get("error_pct") is None else f"{row['error_pct']:.2f} % error"
                     print(f"  {task}: {multiclass} T={total}: {err}, {row['train_s']:.1f} s",

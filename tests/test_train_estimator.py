@@ -138,6 +138,7 @@ def test_bad_training_data_is_refused(cls, change, error, match):
     ({"preprocess": "zscore"}, "preprocess must be one of .* got 'zscore'"),
     ({"inner_solver": "newton"}, "inner_solver must be one of .* got 'newton'"),
     ({"surrogate": "exact"}, "surrogate must be one of .* got 'exact'"),
+    ({"hinge": "squared"}, "hinge must be one of .* got 'squared'"),
     ({"line_search": "yes"}, "line_search must be 'auto', True or False, got 'yes'"),
     ({"max_dca_iter": 0}, "max_dca_iter must be >= 1"),
 ])

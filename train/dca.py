@@ -68,11 +68,12 @@ LINE_SEARCH_ROWS = 8192
 MAX_EXTRAPOLATION = 1024.0
 
 
-def _estimated_objective(X: Tensor, targets: Tensor, groups: Tensor, m: int, U: Tensor, v: Tensor,
+def _estimated_objective(X: Tensor, targets: Tensor, data: Data, U: Tensor, v: Tensor,
                          settings: DCASettings) -> Tensor:
-    """Objective of (P) per head, its data term estimated from the rows ``X`` (float64)."""
+    """Objective of (P) per head, its data term estimated from the rows ``X`` of ``data`` (float64)."""
+    m = data.n_samples
     total = objective.regulariser(U.double(), v.double(), settings.nu, settings.mu)
-    hinge = objective.hinge_losses(X, targets, U, v, groups, settings.beta).double().sum(dim=1)
+    hinge = objective.hinge_losses(X, targets, U, v, data.groups, settings.beta, data.hinge).double().sum(dim=1)
     return total + hinge * (m / X.shape[0])
 
 
@@ -92,11 +93,11 @@ def extrapolated_point(data: Data, U_old: Tensor, v_old: Tensor, U_new: Tensor, 
     else:
         X, targets = data.X, data.targets
     dU, dv = U_new - U_old, v_new - v_old
-    best = _estimated_objective(X, targets, data.groups, m, U_new, v_new, settings)
+    best = _estimated_objective(X, targets, data, U_new, v_new, settings)
     best_factor = torch.zeros_like(best)
     factor = 1.0
     while factor <= MAX_EXTRAPOLATION:
-        value = _estimated_objective(X, targets, data.groups, m, U_new + factor * dU,
+        value = _estimated_objective(X, targets, data, U_new + factor * dU,
                                      (v_new + factor * dv).clamp_min(settings.eps), settings)
         better = value < best
         if not bool(better.any()):
@@ -142,7 +143,7 @@ def run_dca(data: Data, U: Tensor, v: Tensor, settings: DCASettings, seed: int,
         if active.numel() == 0:
             break
         heads = active.to(U.device)
-        sub_data = Data(data.X, data.targets[heads], data.groups[heads])
+        sub_data = data.heads(heads)
         problem = SubProblem(sub_data, U[heads], v[heads], settings.beta, settings.nu, settings.eps,
                              settings.mu, h_grad=None if h_grad is None else (h_grad[0][heads], h_grad[1][heads]),
                              surrogate=settings.surrogate)

@@ -15,6 +15,7 @@ from sklearn.utils.validation import check_random_state
 from . import problem
 from .base import SoftThresholdBase
 from .dca import DCASettings, run_dca
+from .objective import HINGES
 from .progress import progress_bar
 from .solvers import SOLVERS, make_inner_solver
 from .subproblem import SURROGATES, Data
@@ -69,6 +70,11 @@ class LASTClassifier(SoftThresholdBase):
         difference of convex functions; about C times cheaper on the device).
     atoms_per_class : {"proportional", "equal"}, default="proportional"
         How "shared" divides the atoms among classes.
+    hinge : {"max", "sum"}, default="max"
+        The multi-class hinge of "shared": "max" (Crammer-Singer) charges the best rival class,
+        ``max(0, 1 + max_{c != y} S_c - S_y)``; "sum" (Weston-Watkins) charges every rival,
+        ``sum_{c != y} max(0, 1 + S_c - S_y)``. Both are differences of convex functions; with two
+        classes (binary, each one-vs-all head) both are the paper's hinge.
     inner_solver : {"auto", "lbfgs", "adam", "subgradient"}, default="auto"
         Solver of the convex sub-problem. "subgradient" is the paper's projected subgradient
         descent; "lbfgs" (full batch only) and "adam" reach a far lower objective in the same time
@@ -125,7 +131,7 @@ class LASTClassifier(SoftThresholdBase):
                  inner_iter: int | None = None, batch_size: int | str | None = None,
                  step_sizes: tuple[float, ...] | None = None, tol: float = 1e-3,
                  sign_ratio: str | float = "auto", multiclass: str = "ovr",
-                 atoms_per_class: str = "proportional", inner_solver: str = "auto",
+                 atoms_per_class: str = "proportional", hinge: str = "max", inner_solver: str = "auto",
                  init_active_fraction: float | None = 0.05, early_stopping: bool = False,
                  validation_fraction: float = 0.1, n_iter_no_change: int = 3, device: str = "cpu",
                  n_jobs: int | None = 1, surrogate: str = "auto", line_search: str | bool = "auto",
@@ -144,6 +150,7 @@ class LASTClassifier(SoftThresholdBase):
         self.sign_ratio = sign_ratio
         self.multiclass = multiclass
         self.atoms_per_class = atoms_per_class
+        self.hinge = hinge
         self.inner_solver = inner_solver
         self.init_active_fraction = init_active_fraction
         self.early_stopping = early_stopping
@@ -160,6 +167,8 @@ class LASTClassifier(SoftThresholdBase):
         super()._check_params()
         if self.multiclass not in ("ovr", "shared"):
             raise ValueError(f"multiclass must be 'ovr' or 'shared', got {self.multiclass!r}")
+        if self.hinge not in HINGES:
+            raise ValueError(f"hinge must be one of {HINGES}, got {self.hinge!r}")
         if self.surrogate not in ("auto", *SURROGATES):
             raise ValueError(f"surrogate must be one of {('auto', *SURROGATES)}, got {self.surrogate!r}")
         if self.line_search not in ("auto", True, False):
@@ -231,7 +240,7 @@ class LASTClassifier(SoftThresholdBase):
         with self._torch_session() as device:
             data = Data(torch.as_tensor(Z, device=device),
                         torch.as_tensor(targets, device=device),
-                        torch.as_tensor(groups, device=device))
+                        torch.as_tensor(groups, device=device), self.hinge)
             with progress_bar(self.max_dca_iter, "LAST (DCA)", self.verbose) as report:
                 result = run_dca(data, torch.as_tensor(U0, device=device),
                                  torch.as_tensor(v0, device=device), settings,

@@ -26,11 +26,17 @@ _CHUNK_ELEMENTS = 2**25
 
 @dataclass
 class Data:
-    """Training rows on the solver's device: inputs [m, n], target groups [H, m], atom groups."""
+    """Training rows on the solver's device: inputs [m, n], target groups [H, m], atom groups, and
+    the multi-class hinge (:data:`objective.HINGES`; both are the paper's with two groups)."""
 
     X: Tensor
     targets: Tensor
     groups: Tensor
+    hinge: str = "max"
+
+    def heads(self, index: Tensor) -> "Data":
+        """The same rows for the heads ``index`` only."""
+        return Data(self.X, self.targets[index], self.groups[index], self.hinge)
 
     @property
     def n_samples(self) -> int:
@@ -53,7 +59,7 @@ def full_objective(data: Data, U: Tensor, v: Tensor, beta: float, nu: float, mu:
     """The objective of (P) per head on all rows, accumulated in float64, [H]."""
     total = objective.regulariser(U.double(), v.double(), nu, mu)
     for X, targets in data.chunks(U.shape[0], U.shape[2]):
-        hinge = objective.hinge_losses(X, targets, U, v, data.groups, beta)
+        hinge = objective.hinge_losses(X, targets, U, v, data.groups, beta, data.hinge)
         total = total + hinge.double().sum(dim=1)
     return total
 
@@ -63,7 +69,7 @@ def h_gradient(data: Data, U: Tensor, v: Tensor, beta: float) -> tuple[Tensor, T
     A = torch.zeros_like(U)
     b = torch.zeros_like(v)
     for X, targets in data.chunks(U.shape[0], U.shape[2]):
-        dA, db = objective.h_gradient(X, targets, U, v, data.groups, beta)
+        dA, db = objective.h_gradient(X, targets, U, v, data.groups, beta, data.hinge)
         A += dA
         b += db
     return A, b
@@ -75,7 +81,8 @@ def objective_and_h_gradient(data: Data, U: Tensor, v: Tensor, beta: float, nu: 
     total = objective.regulariser(U.double(), v.double(), nu, mu)
     A, b = torch.zeros_like(U), torch.zeros_like(v)
     for X, targets in data.chunks(U.shape[0], U.shape[2]):
-        hinge, dA, db = objective.hinge_losses_and_h_gradient(X, targets, U, v, data.groups, beta)
+        hinge, dA, db = objective.hinge_losses_and_h_gradient(X, targets, U, v, data.groups, beta,
+                                                                  data.hinge)
         total = total + hinge.double().sum(dim=1)
         A += dA
         b += db
@@ -90,7 +97,7 @@ class SubProblem:
 
     ``surrogate`` picks the convex majoriser of (P) at ``(U_k, v_k)``: "dc" is the paper's
     ``g - <grad h(U_k, v_k), .>``; "tight" is ``(nu/2)||v||^2 + sum_i max(0, 1 + rival_i - lin_k S_t)``
-    (:func:`objective.tight_data_weights`), which needs no ``grad h`` over all rows.
+    (:func:`objective.tight_data_weights`; "max" hinge shown), which needs no ``grad h`` over all rows.
     """
 
     def __init__(self, data: Data, U_k: Tensor, v_k: Tensor, beta: float, nu: float, eps: float,
@@ -111,13 +118,13 @@ class SubProblem:
     def _data_weights(self, X: Tensor, targets: Tensor, U: Tensor, v: Tensor) -> tuple[Tensor, Tensor]:
         """Per-sample data terms [H, rows] and their derivative ``R`` by ``X U - v``."""
         if self.surrogate == "dc":
-            return objective.g_data_weights(X, targets, U, v, self.data.groups, self.beta)
+            return objective.g_data_weights(X, targets, U, v, self.data.groups, self.beta, self.data.hinge)
         return objective.tight_data_weights(X, targets, U, v, self.data.groups, self.beta,
-                                            self.U_k, self.v_k)
+                                            self.U_k, self.v_k, self.data.hinge)
 
     def _data_terms(self, X: Tensor, targets: Tensor, U: Tensor, v: Tensor) -> Tensor:
         if self.surrogate == "dc":
-            return objective.g_terms(X, targets, U, v, self.data.groups, self.beta)
+            return objective.g_terms(X, targets, U, v, self.data.groups, self.beta, self.data.hinge)
         return self._data_weights(X, targets, U, v)[0]
 
     def _linear_part(self, U: Tensor, v: Tensor) -> tuple[Tensor, Tensor, Tensor]:
