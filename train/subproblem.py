@@ -34,7 +34,7 @@ class Data:
     groups: Tensor
     hinge: str = "max"
 
-    def heads(self, index: Tensor) -> "Data":
+    def heads(self, index: Tensor) -> Data:
         """The same rows for the heads ``index`` only."""
         return Data(self.X, self.targets[index], self.groups[index], self.hinge)
 
