@@ -100,6 +100,17 @@ def test_train_baselines(capsys, tmp_path, method):
     assert meta["trainer"] == "SGDSoftThresholdClassifier" and meta["params"]["optimizer"] == method
 
 
+def test_train_one_shared_dictionary_with_weight_decay(capsys, tmp_path):
+    code, out, err = run(capsys, "train", "--data", "digits", *TINY, "--atoms", "12", "--multiclass",
+                         "shared", "--hinge", "sum", "--mu", "0.5", "--json", "--out", tmp_path / "s.npz")
+    assert code == 0, err
+    model = Model.load(tmp_path / "s.npz")
+    assert model.n_atoms == 12  # --atoms counts all atoms of the one dictionary
+    assert np.all(np.count_nonzero(model.weights, axis=1) == 1)
+    params = model.meta["params"]
+    assert (params["multiclass"], params["hinge"], params["mu"]) == ("shared", "sum", 0.5)
+
+
 @pytest.mark.parametrize("fmt", ["onnx", "tflite"])
 def test_inspect_exported_files(capsys, tmp_path, tiny_model_file, fmt):
     export = pytest.importorskip("lastedge.export")
@@ -165,6 +176,10 @@ def bad_files(tmp_path):
      "unsupported data file 'notes.txt'"),
     (["train", "--data", "digits", "--atoms", "2", "--method", "sgd", "--max-dca-iter", "3",
       "--out", "{d}/m.npz"], "--max-dca-iter apply to --method last only"),
+    (["train", "--data", "digits", *TINY, "--hinge", "sum", "--out", "{d}/m.npz"],
+     "--hinge applies to --multiclass shared only"),
+    (["train", "--data", "digits", *TINY, "--multiclass", "shared", "--mu", "-1", "--out", "{d}/m.npz"],
+     "mu must be a finite number >= 0, got -1.0"),
     (["predict", "{d}/corrupt.npz", "--data", "digits"], "not a readable lastedge model file"),
     (["predict", "{model}", "--data", "{d}/narrow.csv"], "X has 2 features, the model expects 64"),
     (["predict", "{model}", "--data", "digits", "--no-labels"],
@@ -173,7 +188,7 @@ def bad_files(tmp_path):
     (["inspect", "{d}/notes.txt"], "notes.txt is not a model file"),
     (["inspect", "{d}/missing.npz"], "no such file"),
 ], ids=["missing-data", "zero-atoms", "out-not-npz", "out-folder", "unknown-data-format",
-        "option-of-other-method", "corrupt-model", "wrong-width", "no-labels-not-csv",
+        "option-of-other-method", "hinge-without-shared", "negative-mu", "corrupt-model", "wrong-width", "no-labels-not-csv",
         "inspect-corrupt", "inspect-unknown-format", "inspect-missing"])
 def test_user_errors_are_one_line(capsys, bad_files, tiny_model_file, argv, message):
     argv = [a.format(d=bad_files, model=tiny_model_file) for a in argv]

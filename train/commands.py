@@ -32,7 +32,8 @@ def _register_train(subparsers: argparse._SubParsersAction) -> None:
                     "time, feature sparsity and model size; writes the model atomically.")
     p.add_argument("--data", required=True, metavar="PATH|digits", help="training data")
     p.add_argument("--atoms", required=True, type=int, metavar="N",
-                   help="atoms per head (one head per class for > 2 classes), e.g. 25")
+                   help="atoms per head (one head per class for > 2 classes; with --multiclass "
+                        "shared, atoms in all), e.g. 25")
     p.add_argument("--method", choices=METHODS, default="last",
                    help="last: DCA (default); sgd / adam: the baselines on the same objective")
     p.add_argument("--preprocess", choices=PREPROCESS, default="l2",
@@ -44,6 +45,15 @@ def _register_train(subparsers: argparse._SubParsersAction) -> None:
                    help="LAST only: DCA iterations (default: LASTClassifier's, the paper's 50)")
     p.add_argument("--inner-iter", type=int, default=None, metavar="T",
                    help="LAST only: iterations per sub-problem (default: LASTClassifier's rule)")
+    p.add_argument("--mu", type=float, default=None, metavar="MU",
+                   help="LAST only: weight decay (mu/2)||U||^2 on the atoms (default 0, the paper's "
+                        "objective; choose it on held-out rows, see docs/results.md)")
+    p.add_argument("--multiclass", choices=("ovr", "shared"), default=None,
+                   help="LAST only, > 2 classes: ovr = one dictionary per class (default, the paper); "
+                        "shared = one dictionary of --atoms atoms, each voting for one class")
+    p.add_argument("--hinge", choices=("max", "sum"), default=None,
+                   help="LAST only, --multiclass shared: multi-class hinge, max = best rival "
+                        "(default), sum = every rival")
     p.add_argument("--max-iter", type=int, default=None, metavar="N",
                    help="sgd/adam only: iterations of the final run (default: the paper's 250000)")
     p.add_argument("--seed", type=int, default=0, help="seeds the split and the training (default 0)")
@@ -111,10 +121,13 @@ def make_estimator(args: argparse.Namespace) -> Any:
     common = {"n_atoms": args.atoms, "preprocess": args.preprocess, "random_state": args.seed,
               "verbose": 0 if args.quiet else 1}
     last_only = {"inner_solver": args.inner_solver, "max_dca_iter": args.max_dca_iter,
-                 "inner_iter": args.inner_iter}
+                 "inner_iter": args.inner_iter, "mu": args.mu, "multiclass": args.multiclass,
+                 "hinge": args.hinge}
     if args.method == "last":
         if args.max_iter is not None:
             raise ValueError("--max-iter applies to --method sgd/adam; LAST uses --max-dca-iter")
+        if args.hinge is not None and args.multiclass != "shared":
+            raise ValueError("--hinge applies to --multiclass shared only")
         given = {k: v for k, v in last_only.items() if v is not None}
         return LASTClassifier(**common, **given)
     given = [f"--{k.replace('_', '-')}" for k, v in last_only.items() if v is not None]
