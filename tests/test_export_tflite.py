@@ -109,3 +109,23 @@ def test_a_fitted_last_classifier_exports_directly(tmp_path, tiny_last, digits_d
     for path in (to_onnx(tiny_last, tmp_path / "t.onnx"), to_tflite(tiny_last, tmp_path / "t.tflite")):
         figures = assert_parity(tiny_last.to_model(), path, X, y)
         assert figures["accuracy"] == pytest.approx(tiny_last.score(X, y), abs=1e-9)
+
+
+@pytest.mark.parametrize("hinge", ["max", "sum"])
+def test_a_shared_dictionary_exports_to_both_formats_fp32_and_int8(tmp_path, digits_data, hinge):
+    """One dictionary whose atoms each vote for one class (issue 6): the exporters and runtimes
+    take it as they are, in fp32 and int8, with the usual parity bounds."""
+    pytest.importorskip("onnxruntime")
+    from lastedge.export import to_onnx
+    from lastedge.train import LASTClassifier
+
+    clf = LASTClassifier(40, multiclass="shared", hinge=hinge, preprocess="center-l2", max_dca_iter=3,
+                         inner_iter=30, random_state=0, verbose=0).fit(digits_data.X_train, digits_data.y_train)
+    model = clf.to_model()
+    assert model.weights.shape == (40, 10) and np.all(np.count_nonzero(model.weights, axis=1) == 1)
+    X, y = digits_data.X_test, digits_data.y_test
+    for export, suffix in ((to_onnx, "onnx"), (to_tflite, "tflite")):
+        figures = assert_parity(model, export(model, tmp_path / f"s.{suffix}"), X, y)
+        assert figures["accuracy"] == pytest.approx(clf.score(X, y), abs=1e-9)
+        assert_parity(model, export(model, tmp_path / f"s8.{suffix}", int8=True,
+                                    calibration=digits_data.X_train), X, y)
