@@ -5,6 +5,7 @@
                                        [--batch-size B] [--n-jobs J] [--tol TOL] [--mu MU]
                                        [--methods shared,ovr] [--hinge max|sum]
                                        [--quick] [--json PATH] [--plot PATH] [--data ../shared/data]
+    python benchmarks/shared_vs_ovr.py --merge A.json B.json ... [--plot PATH]
 
 For each data set and each total atom count T: ``multiclass="shared"`` (one dictionary of T atoms,
 each voting for one class, trained with the multi-class hinge ``--hinge``) and ``multiclass="ovr"``
@@ -13,12 +14,14 @@ Inputs centred and scaled to unit l2 norm per image (the paper's digits setting)
 fitted once (timed), scored on the full test set, exported with ``to_model`` and saved to a
 temporary ``.npz``, whose latency the runtime's numpy backend measures (``lastedge.runtime.bench``,
 one thread, standard-normal rows) at batch 1 and batch 1000. Prints one Markdown table; ``--plot``
-draws test error against multiply-accumulates per sample.
+draws test error against multiply-accumulates per sample. ``--merge`` joins the ``--json`` files of
+several runs (the same training budget per data set) into one table and plot, running nothing.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 import tempfile
 import time
@@ -40,6 +43,9 @@ DATASETS = ("mnist", "usps")
 MULTICLASS = {"shared": "shared dictionary", "ovr": "one-vs-all"}
 DEFAULT_TOTAL_ATOMS = [100, 200, 400, 800, 1600, 4000]
 QUICK = {"train_rows": 2000, "total_atoms": [100, 200], "max_dca_iter": 2, "inner_iter": 50}
+# Arguments that must agree, per data set, between files joined by --merge.
+BUDGET_ARGS = ("train_rows", "max_dca_iter", "inner_iter", "inner_solver", "batch_size", "tol", "seed",
+               "early_stopping")
 # Timed calls per model: (batch size, runs); bench splits them into 10 alternating rounds.
 LATENCY_RUNS = ((1, 300), (1000, 20))
 
@@ -131,26 +137,61 @@ def run_one(multiclass: str, total_atoms: int, data: tuple[np.ndarray, ...], tas
     return row
 
 
+def merge_rows(paths: list[Path]) -> list[dict[str, Any]]:
+    """The rows of several runs' ``--json`` files as one table, ordered by data set, method, total.
+
+    A later file's row replaces an earlier one for the same data set, method (with its hinge) and
+    total; files that trained one data set with different budgets are refused.
+    """
+    merged: dict[tuple[str, str, int], dict[str, Any]] = {}
+    budgets: dict[str, tuple[Any, ...]] = {}
+    for path in paths:
+        try:
+            record = json.loads(path.read_text())
+        except (OSError, ValueError) as error:
+            raise ValueError(f"cannot read results file {path}: {error}") from None
+        if not isinstance(record, dict) or record.get("benchmark") != "shared_vs_ovr":
+            raise ValueError(f"{path} holds no results of shared_vs_ovr.py")
+        budget = tuple(record["args"].get(name) for name in BUDGET_ARGS)
+        for row in record["results"]:
+            if budgets.setdefault(row["task"], budget) != budget:
+                raise ValueError(f"{path} trained {row['task']} with other budgets than the files before it "
+                                 f"({', '.join(BUDGET_ARGS)})")
+            merged[row["task"], row["label"], row["total_atoms"]] = row
+    tasks, methods = list(budgets), list(MULTICLASS)
+
+    def order(key: tuple[str, str, int]) -> tuple[int, int, str, int]:
+        task, label, total = key
+        return tasks.index(task), methods.index(merged[key]["method"]), label, total
+
+    return [merged[key] for key in sorted(merged, key=order)]
+
+
 def plot(rows: list[dict[str, Any]], path: Path) -> None:
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+    from matplotlib.ticker import NullFormatter
 
     tasks = list(dict.fromkeys(row["task"] for row in rows))
+    labels = list(dict.fromkeys(row["label"] for row in rows))
     fig, axes = plt.subplots(1, len(tasks), figsize=(5.5 * len(tasks), 4.2), squeeze=False)
     for ax, task in zip(axes[0], tasks):
-        for method, marker in (("shared", "o"), ("ovr", "s")):
-            done = sorted((r for r in rows if r["task"] == task and r["method"] == method
+        for name, marker in zip(labels, "osD^v"):
+            done = sorted((r for r in rows if r["task"] == task and r["label"] == name
                            and r.get("error_pct") is not None), key=lambda r: r["macs_per_sample"])
             if not done:
                 continue
             x = [r["macs_per_sample"] for r in done]
-            ax.plot(x, [r["error_pct"] for r in done], marker=marker, label=done[0]["label"])
+            ax.plot(x, [r["error_pct"] for r in done], marker=marker, label=name)
             for r in done:
                 ax.annotate(str(r["total_atoms"]), (r["macs_per_sample"], r["error_pct"]),
                             textcoords="offset points", xytext=(4, 4), fontsize=7)
         ax.set_xscale("log")
+        macs = sorted({r["macs_per_sample"] for r in rows if r["task"] == task})
+        ax.set_xticks(macs, [f"{m / 1000:,.0f}k" for m in macs])  # the measured sizes, not powers of 10
+        ax.xaxis.set_minor_formatter(NullFormatter())
         ax.set_xlabel("multiply-accumulates per sample")
         ax.set_ylabel("test error %")
         ax.set_title(f"{task.upper()} (labels: total atoms)")
@@ -203,7 +244,11 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--json", type=Path, default=None, metavar="PATH", help="also write the results here")
     p.add_argument("--plot", type=Path, default=None, metavar="PATH",
                    help="draw test error against MACs per sample here (e.g. .png)")
+    p.add_argument("--merge", type=Path, nargs="+", default=None, metavar="JSON",
+                   help="run nothing: join these --json files into one table (and --plot)")
     args = p.parse_args(argv)
+    if args.merge:
+        return args
     if args.quick:
         for key, value in QUICK.items():
             if getattr(args, key) is None:
@@ -247,8 +292,27 @@ def write_json(args: argparse.Namespace, rows: list[dict[str, Any]], selections:
                               "sgd_iter": None, "latency_runs": LATENCY_RUNS})
 
 
+def print_table(rows: list[dict[str, Any]]) -> None:
+    print(harness.markdown_table(rows, COLUMNS))
+    print("\nNotes: MACs/sample is the runtime's count (n x T + T x 10, dense weights); sparse MACs counts "
+          "only W's non-zeros (shared: one per atom). Latency: lastedge.runtime.bench on the saved .npz, "
+          f"numpy backend, one thread, p50 of {LATENCY_RUNS[0][1]} calls at batch 1 and "
+          f"{LATENCY_RUNS[1][1]} at batch 1000 (per row). Train time is one fit; test error on the full "
+          "test set.")
+
+
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
+    if args.merge:
+        try:
+            rows = merge_rows(args.merge)
+        except ValueError as error:
+            print(f"shared_vs_ovr.py: error: {error}", file=sys.stderr)
+            return 2
+        print_table(rows)
+        if args.plot:
+            plot(rows, args.plot)
+        return 0
     rows: list[dict[str, Any]] = []
     selections: list[dict[str, Any]] = []
     with tempfile.TemporaryDirectory() as tmp:
@@ -275,12 +339,7 @@ def main(argv: list[str] | None = None) -> int:
     print(f"Shared dictionary vs one-vs-all LAST at equal total atoms ({n_train}; {PREPROCESS}; "
           f"inner solver {args.inner_solver}, max {args.max_dca_iter} DCA iterations, inner iterations "
           f"{args.inner_iter or 'default'})" + ("; QUICK budgets, not results" if args.quick else "") + ".\n")
-    print(harness.markdown_table(rows, COLUMNS))
-    print("\nNotes: MACs/sample is the runtime's count (n x T + T x 10, dense weights); sparse MACs counts "
-          "only W's non-zeros (shared: one per atom). Latency: lastedge.runtime.bench on the saved .npz, "
-          f"numpy backend, one thread, p50 of {LATENCY_RUNS[0][1]} calls at batch 1 and "
-          f"{LATENCY_RUNS[1][1]} at batch 1000 (per row). Train time is one fit; test error on the full "
-          "test set.")
+    print_table(rows)
     notes = harness.warning_lines([{**r, "n_atoms": r["total_atoms"]} for r in rows])
     if notes:
         print("\nWarnings during fit:\n" + "\n".join(notes))

@@ -1,0 +1,63 @@
+"""``benchmarks/shared_vs_ovr.py``: a quick run on a generated USPS-shaped file, then ``--merge``."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+BENCHMARKS = Path(__file__).resolve().parents[1] / "benchmarks"
+
+
+@pytest.fixture
+def shared_vs_ovr():
+    sys.path.insert(0, str(BENCHMARKS))
+    try:
+        import shared_vs_ovr
+
+        yield shared_vs_ovr
+    finally:
+        sys.path.remove(str(BENCHMARKS))
+
+
+def _write_usps_like(folder: Path) -> None:
+    """Ten classes of 256-pixel rows in [-1, 1] around one random centre each, as usps.npz stores them."""
+    rng = np.random.RandomState(0)
+    centres = rng.uniform(-1, 1, (10, 256))
+    arrays = {}
+    for part, n in (("train", 600), ("test", 200)):
+        y = np.arange(n) % 10
+        arrays[f"X_{part}"] = np.clip(centres[y] + rng.normal(0, 0.5, (n, 256)), -1, 1).astype(np.float32)
+        arrays[f"y_{part}"] = y
+    np.savez(folder / "usps.npz", **arrays)
+
+
+def test_quick_runs_merge_into_one_table_and_plot(shared_vs_ovr, tmp_path, capsys):
+    pytest.importorskip("matplotlib")
+    _write_usps_like(tmp_path)
+    common = ["--quick", "--datasets", "usps", "--data", str(tmp_path), "--total-atoms", "100"]
+    assert shared_vs_ovr.main([*common, "--json", str(tmp_path / "both.json")]) == 0
+    assert shared_vs_ovr.main([*common, "--methods", "shared", "--hinge", "sum",
+                               "--json", str(tmp_path / "sum.json")]) == 0
+    rows = json.loads((tmp_path / "sum.json").read_text())["results"]
+    assert [(r["method"], r["hinge"], r["label"]) for r in rows] == [
+        ("shared", "sum", "shared dictionary (sum hinge)")]
+    assert rows[0]["macs_per_sample"] == 256 * 100 + 100 * 10 and 0 <= rows[0]["error_pct"] <= 100
+    capsys.readouterr()
+
+    parts = [str(tmp_path / "both.json"), str(tmp_path / "sum.json")]
+    assert shared_vs_ovr.main(["--merge", *parts, "--plot", str(tmp_path / "merged.png")]) == 0
+    table = [line for line in capsys.readouterr().out.splitlines() if line.startswith("| usps")]
+    assert [line.split(" | ")[1] for line in table] == [
+        "shared dictionary", "shared dictionary (sum hinge)", "one-vs-all"]
+    assert (tmp_path / "merged.png").read_bytes().startswith(b"\x89PNG")
+
+    record = json.loads((tmp_path / "sum.json").read_text())
+    record["args"]["max_dca_iter"] = 7  # the same data set trained with another budget
+    (tmp_path / "other.json").write_text(json.dumps(record))
+    assert shared_vs_ovr.main(["--merge", parts[0], str(tmp_path / "other.json")]) == 2
+    assert "trained usps with other budgets" in capsys.readouterr().err
+    assert shared_vs_ovr.main(["--merge", str(tmp_path / "usps.npz")]) == 2
