@@ -101,7 +101,7 @@ def test_train_baselines(capsys, tmp_path, method):
 
 
 def test_train_one_shared_dictionary_with_weight_decay(capsys, tmp_path):
-    code, out, err = run(capsys, "train", "--data", "digits", *TINY, "--atoms", "12", "--multiclass",
+    code, _, err = run(capsys, "train", "--data", "digits", *TINY, "--atoms", "12", "--multiclass",
                          "shared", "--hinge", "sum", "--mu", "0.5", "--json", "--out", tmp_path / "s.npz")
     assert code == 0, err
     model = Model.load(tmp_path / "s.npz")
