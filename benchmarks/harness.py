@@ -23,7 +23,7 @@ import numpy as np
 import sklearn
 import torch
 from sklearn.base import BaseEstimator, TransformerMixin
-from sklearn.model_selection import GridSearchCV, train_test_split
+from sklearn.model_selection import GridSearchCV, StratifiedShuffleSplit, train_test_split
 from sklearn.neighbors import KNeighborsClassifier
 from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import FunctionTransformer
@@ -151,18 +151,25 @@ class ValidatedMu:
     With ``early_stopping=True`` each candidate is fitted once on all training rows; its own
     validation split (the same rows for every candidate: same ``random_state``) scores its best
     iterate and the best candidate is kept as fitted: no refit, one fit per candidate. Without
-    early stopping (small data) the choice is a ``CV_FOLDS``-fold cross-validation and the best
-    ``mu`` is refitted on all rows.
+    early stopping (small data) the choice is a ``CV_FOLDS``-fold cross-validation, or with
+    ``holdout`` one stratified split of that fraction (when a fit is too slow to repeat per fold),
+    and the best ``mu`` is refitted on all rows.
     """
 
-    def __init__(self, estimator: LASTClassifier, grid: tuple[float, ...] = MU_GRID):
-        self.estimator, self.grid = estimator, grid
+    def __init__(self, estimator: LASTClassifier, grid: tuple[float, ...] = MU_GRID,
+                 holdout: float | None = None):
+        self.estimator, self.grid, self.holdout = estimator, grid, holdout
+
+    def _splits(self) -> Any:
+        if self.holdout is None:
+            return CV_FOLDS
+        return StratifiedShuffleSplit(n_splits=1, test_size=self.holdout, random_state=self.estimator.random_state)
 
     def fit(self, X: np.ndarray, y: np.ndarray, monitor_factory: Callable[[], Any] | None = None) -> ValidatedMu:
         self.scores_: dict[float, float] = {}
         self.monitor_ = None
         if not self.estimator.early_stopping:
-            self.scores_ = mu_scores(self.estimator, self.grid, X, y, CV_FOLDS)
+            self.scores_ = mu_scores(self.estimator, self.grid, X, y, self._splits())
             best_mu = max(self.scores_, key=self.scores_.get)  # ties keep the smaller mu
             self.best_estimator_ = sklearn.clone(self.estimator).set_params(mu=best_mu).fit(X, y)
         else:
@@ -184,7 +191,8 @@ class ValidatedMu:
         return getattr(self.best_estimator_, name)
 
     def notes(self) -> str:
-        how = "validation" if self.estimator.early_stopping else f"{CV_FOLDS}-fold CV"
+        how = ("validation" if self.estimator.early_stopping else f"{CV_FOLDS}-fold CV" if self.holdout is None
+               else f"{self.holdout:.0%} hold-out")
         scores = ", ".join(f"{mu:g}: {100 * score:.2f}" for mu, score in self.scores_.items())
         return f"mu={self.mu_:g} ({how} accuracy % {scores}); {_notes(self.best_estimator_)}"
 

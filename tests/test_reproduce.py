@@ -73,11 +73,12 @@ def test_quick_run_writes_every_table_json_and_figure(quick_run):
 
 
 def test_quick_run_chooses_the_weight_decay_on_training_rows(quick_run):
-    for name, task in (("textures", "bark-woodgrain"), ("digits", "mnist")):
+    how = {"textures": "3-fold CV", "digits": "validation", "deer-horse": "10% hold-out"}
+    for name, task in (("textures", "bark-woodgrain"), ("digits", "mnist"), ("deer-horse", "deer-horse")):
         rows = json.loads((quick_run / f"{name}.json").read_text())["results"]
         validated = [r for r in rows if r["task"] == task and r["method"] == "last-mu"]
         assert validated and all(r["notes"].startswith("mu=") for r in validated)
-        assert ("3-fold CV" if name == "textures" else "validation") in validated[0]["notes"]
+        assert f"({how[name]} accuracy %" in validated[0]["notes"]
 
 
 def test_equalized_texture_is_halved_and_uses_grey_levels_evenly():
