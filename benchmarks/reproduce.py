@@ -126,7 +126,7 @@ EXPERIMENTS: dict[str, Experiment] = {
                                          "n_jobs": 2},
                                 # Raw pixels: rows have norm ~7000, so mu must be ~r^2 = 5e7 times the
                                 # unit-norm data sets' to weigh the same; one 10 % hold-out (a fit at
-                                # N = 400 takes ~10 minutes, too slow for 3 folds x 4 candidates).
+                                # N = 400 takes 6-9 minutes, too slow for 3 folds x 4 candidates).
                                 "last-mu": {"grid": (0.0, 4e6, 4e7, 4e8), "holdout": 0.1}}},
         cv_rows=2000,
         caption="CIFAR-10 deer vs horse (JPEG copy): 10000 train / 2000 test, raw pixels (3072)."),
