@@ -126,9 +126,13 @@ def h_gradient(X: Tensor, targets: Tensor, U: Tensor, v: Tensor, groups: Tensor,
     ``dh/dQ_ij`` is ``k`` where atom j scores for sample i's target group, so the gradient is the
     sigmoid of the pre-activation masked to those atoms, pulled back through ``X U - v``.
     """
-    Z = pre_activations(X, U, v)
-    R = torch.sigmoid(beta * Z).mul_(_group_mask(groups, targets)).mul_(_h_weight(groups, hinge))
+    R = _h_pre_activation_gradient(pre_activations(X, U, v), beta, groups, targets, hinge)
     return X.T @ R, -R.sum(dim=1)
+
+
+def _h_pre_activation_gradient(Z: Tensor, beta: float, groups: Tensor, targets: Tensor, hinge: str) -> Tensor:
+    """``dh / dZ`` [H, m, N]: ``k`` times the sigmoid on the atoms of each sample's target group."""
+    return torch.sigmoid(beta * Z).mul_(_group_mask(groups, targets)).mul_(_h_weight(groups, hinge))
 
 
 def hinge_losses_and_h_gradient(X: Tensor, targets: Tensor, U: Tensor, v: Tensor, groups: Tensor,
@@ -141,7 +145,7 @@ def hinge_losses_and_h_gradient(X: Tensor, targets: Tensor, U: Tensor, v: Tensor
     Z = pre_activations(X, U, v)
     S = smooth_relu(Z, beta) @ groups
     losses = _rival_terms(S, _target_scores(S, targets), targets, hinge)[0]
-    R = torch.sigmoid(beta * Z).mul_(_group_mask(groups, targets)).mul_(_h_weight(groups, hinge))
+    R = _h_pre_activation_gradient(Z, beta, groups, targets, hinge)
     return losses, X.T @ R, -R.sum(dim=1)
 
 
@@ -156,10 +160,10 @@ def g_data_weights(X: Tensor, targets: Tensor, U: Tensor, v: Tensor, groups: Ten
     S = smooth_relu(Z, beta) @ groups
     target_score = _target_scores(S, targets)
     losses, A = _rival_terms(S, target_score, targets, hinge)
+    k = _h_weight(groups, hinge)
     # d terms / dS: A on the rivals, k - (active rivals) on the target group.
-    target_weight = _h_weight(groups, hinge) - A.sum(dim=-1)
-    dS = A.scatter_add_(-1, targets[..., None], target_weight[..., None])
-    return _h_weight(groups, hinge) * target_score + losses, _pull_back(Z, beta, dS, groups)
+    dS = A.scatter_add_(-1, targets[..., None], (k - A.sum(dim=-1))[..., None])
+    return k * target_score + losses, _pull_back(Z, beta, dS, groups)
 
 
 def tight_data_weights(X: Tensor, targets: Tensor, U: Tensor, v: Tensor, groups: Tensor, beta: float,
