@@ -148,6 +148,17 @@ def test_bad_parameters_are_refused(params, match):
         LASTClassifier(**{**FAST_LAST, **params}).fit(X, y)
 
 
+@pytest.mark.parametrize("cls", [LASTClassifier, SGDSoftThresholdClassifier])
+@pytest.mark.parametrize("device, match", [
+    ("gpu", "device must name a torch device such as 'cpu' or 'cuda', got 'gpu'"),
+    ("cuda:99", "device 'cuda:99' is not usable with this torch build and machine"),  # no such GPU anywhere
+])
+def test_unusable_device_is_refused_before_training(cls, device, match):
+    X, y = blobs()
+    with pytest.raises(ValueError, match=match):
+        cls(device=device, verbose=0).fit(X, y)
+
+
 def test_sgd_refuses_unknown_optimizer():
     X, y = blobs()
     with pytest.raises(ValueError, match="optimizer must be one of .* got 'rmsprop'"):

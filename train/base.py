@@ -71,6 +71,7 @@ class SoftThresholdBase(ModelBackedClassifier, TransformerMixin, ClassifierMixin
             value = getattr(self, name)
             if not np.isfinite(value) or value <= 0:
                 raise ValueError(f"{name} must be a finite number > 0, got {value!r}")
+        usable_device(self.device)
 
     def _validate_fit_data(self, X, y) -> tuple[np.ndarray, np.ndarray]:
         X, y = validate_data(self, X, y, dtype=[np.float64, np.float32], ensure_min_samples=2)
@@ -96,7 +97,7 @@ class SoftThresholdBase(ModelBackedClassifier, TransformerMixin, ClassifierMixin
             torch.set_num_threads(max(1, int(self.n_jobs)))
         flushed = torch.set_flush_denormal(True)
         try:
-            yield torch.device(self.device)
+            yield usable_device(self.device)
         finally:
             torch.set_num_threads(threads)
             if flushed:
@@ -156,3 +157,22 @@ class SoftThresholdBase(ModelBackedClassifier, TransformerMixin, ClassifierMixin
         """The sparse soft-threshold features ``max(0, D^T z - 1)``, [n, total atoms]."""
         X = self._check_predict_input(X)
         return self.model_.features(X)
+
+
+def usable_device(name: str | torch.device) -> torch.device:
+    """``name`` as a torch device, or a ``ValueError`` saying why it cannot be used on this machine.
+
+    Checked before training starts: a CPU-only torch build asked for "cuda" would otherwise fail
+    with an ``AssertionError`` from inside torch.
+    """
+    try:
+        device = torch.device(name)
+    except (RuntimeError, TypeError):
+        raise ValueError(f"device must name a torch device such as 'cpu' or 'cuda', got {name!r}") from None
+    try:
+        torch.empty(0, device=device)
+    except (AssertionError, RuntimeError) as error:
+        reason = str(error).splitlines()[0] if str(error) else type(error).__name__
+        raise ValueError(f"device {name!r} is not usable with this torch build and machine ({reason}); "
+                         f"use device='cpu'") from None
+    return device
