@@ -111,6 +111,37 @@ def test_train_one_shared_dictionary_with_weight_decay(capsys, tmp_path):
     assert (params["multiclass"], params["hinge"], params["mu"]) == ("shared", "sum", 0.5)
 
 
+def test_train_with_early_stopping_draws_and_reports_the_curve(capsys, tmp_path):
+    code, out, err = run(capsys, "train", "--data", "digits", "--atoms", "3", "--max-dca-iter", "3",
+                         "--inner-iter", "20", "--batch-size", "200", "--early-stopping", "--nu", "2",
+                         "--threads", "2", "--quiet", "--json", "--plot", tmp_path / "curve.png",
+                         "--out", tmp_path / "m.npz")
+    assert code == 0, err
+    summary = json.loads(out)
+    curve = summary["curve"]
+    assert [row["iteration"] for row in curve] == list(range(1, len(curve) + 1)) and 1 <= len(curve) <= 3
+    assert all(0 <= row["validation_accuracy"] <= 1 and row["objective"] > 0 for row in curve)
+    assert (tmp_path / "curve.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert summary["figure"] == str(tmp_path / "curve.png")
+    params = Model.load(tmp_path / "m.npz").meta["params"]
+    assert (params["early_stopping"], params["nu"], params["batch_size"], params["n_jobs"]) == (True, 2.0, 200, 2)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["curve.png", "m.npz"]  # no temp files left
+
+    code, out, err = run(capsys, "train", "--data", "digits", "--atoms", "3", "--max-dca-iter", "2",
+                         "--inner-iter", "20", "--early-stopping", "--quiet", "--out", tmp_path / "m.npz")
+    assert code == 0, err
+    assert re.search(r"^hold-out accuracy  \d+\.\d\d%, kept DCA iteration [12] of [12]$", out, re.MULTILINE)
+
+
+def test_train_baseline_curve_as_svg(capsys, tmp_path):
+    code, out, err = run(capsys, "train", "--data", "digits", "--atoms", "2", "--method", "adam",
+                         "--max-iter", "200", "--quiet", "--plot", tmp_path / "curve.svg",
+                         "--out", tmp_path / "b.npz")
+    assert code == 0, err
+    assert f"training curve    {tmp_path / 'curve.svg'}" in out
+    assert "<svg" in (tmp_path / "curve.svg").read_text()
+
+
 @pytest.mark.parametrize("fmt", ["onnx", "tflite"])
 def test_inspect_exported_files(capsys, tmp_path, tiny_model_file, fmt):
     export = pytest.importorskip("lastedge.export")
@@ -175,11 +206,20 @@ def bad_files(tmp_path):
     (["train", "--data", "{d}/notes.txt", *TINY, "--out", "{d}/m.npz"],
      "unsupported data file 'notes.txt'"),
     (["train", "--data", "digits", "--atoms", "2", "--method", "sgd", "--max-dca-iter", "3",
-      "--out", "{d}/m.npz"], "--max-dca-iter apply to --method last only"),
+      "--out", "{d}/m.npz"], "--max-dca-iter applies to --method last only"),
+    (["train", "--data", "digits", "--atoms", "2", "--method", "sgd", "--early-stopping", "--mu", "1",
+      "--out", "{d}/m.npz"], "--mu, --early-stopping apply to --method last only"),
     (["train", "--data", "digits", *TINY, "--hinge", "sum", "--out", "{d}/m.npz"],
      "--hinge applies to --multiclass shared only"),
     (["train", "--data", "digits", *TINY, "--multiclass", "shared", "--mu", "-1", "--out", "{d}/m.npz"],
      "mu must be a finite number >= 0, got -1.0"),
+    (["train", "--data", "digits", *TINY, "--device", "gpu", "--out", "{d}/m.npz"],
+     "device must name a torch device such as 'cpu' or 'cuda', got 'gpu'"),
+    (["train", "--data", "digits", *TINY, "--threads", "0", "--out", "{d}/m.npz"], "--threads must be >= 1"),
+    (["train", "--data", "digits", *TINY, "--plot", "{d}/curve.jpg", "--out", "{d}/m.npz"],
+     "the figure must be a .png, .pdf, .svg file, got 'curve.jpg'"),
+    (["train", "--data", "digits", *TINY, "--plot", "{d}/no/curve.png", "--out", "{d}/m.npz"],
+     "cannot write .*curve.png: folder .* does not exist"),
     (["predict", "{d}/corrupt.npz", "--data", "digits"], "not a readable lastedge model file"),
     (["predict", "{model}", "--data", "{d}/narrow.csv"], "X has 2 features, the model expects 64"),
     (["predict", "{model}", "--data", "digits", "--no-labels"],
@@ -188,7 +228,8 @@ def bad_files(tmp_path):
     (["inspect", "{d}/notes.txt"], "notes.txt is not a model file"),
     (["inspect", "{d}/missing.npz"], "no such file"),
 ], ids=["missing-data", "zero-atoms", "out-not-npz", "out-folder", "unknown-data-format",
-        "option-of-other-method", "hinge-without-shared", "negative-mu", "corrupt-model", "wrong-width", "no-labels-not-csv",
+        "option-of-other-method", "options-of-other-method", "hinge-without-shared", "negative-mu", "bad-device",
+        "zero-threads", "plot-format", "plot-folder", "corrupt-model", "wrong-width", "no-labels-not-csv",
         "inspect-corrupt", "inspect-unknown-format", "inspect-missing"])
 def test_user_errors_are_one_line(capsys, bad_files, tiny_model_file, argv, message):
     argv = [a.format(d=bad_files, model=tiny_model_file) for a in argv]

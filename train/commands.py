@@ -56,11 +56,25 @@ def _register_train(subparsers: argparse._SubParsersAction) -> None:
                         "(default), sum = every rival")
     p.add_argument("--max-iter", type=int, default=None, metavar="N",
                    help="sgd/adam only: iterations of the final run (default: the paper's 250000)")
+    p.add_argument("--early-stopping", action="store_true",
+                   help="LAST only: hold out 10%% of the training rows, stop when their accuracy has "
+                        "not improved for 3 DCA iterations, keep the best iterate")
+    p.add_argument("--nu", type=float, default=None, metavar="NU",
+                   help="weight of (nu/2)||w||^2 (default 1, the paper's)")
+    p.add_argument("--batch-size", type=int, default=None, metavar="B",
+                   help="minibatch rows (default: LAST full batch below 5000 rows, else 200; sgd/adam 10)")
+    p.add_argument("--device", default="cpu",
+                   help="torch device to train on, e.g. cuda or cuda:1 (default cpu)")
+    p.add_argument("--threads", type=int, default=1, metavar="N",
+                   help="torch threads while training (default 1; raise it on an idle many-core machine)")
     p.add_argument("--seed", type=int, default=0, help="seeds the split and the training (default 0)")
     p.add_argument("--label-column", default="-1", metavar="C",
                    help="CSV label column: name (with a header) or index (default -1, the last)")
+    p.add_argument("--plot", default=None, metavar="PATH",
+                   help="also draw the training curve (objective per iteration; hold-out accuracy "
+                        "with --early-stopping) to this .png/.pdf/.svg file (needs matplotlib)")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
-    p.add_argument("--json", action="store_true", help="print the summary as JSON")
+    p.add_argument("--json", action="store_true", help="print the summary (with the training curve) as JSON")
     p.add_argument("--out", required=True, help="model file to write (.npz)")
     p.set_defaults(func=run_train)
 
@@ -90,9 +104,11 @@ def run_train(args: argparse.Namespace) -> int:
 
     from lastedge.inspect_cmd import field_lines
 
+    from .curves import check_figure_path, plot_training_curve, training_curve
     from .data import load_dataset
 
     out = _check_out(args.out)
+    figure = None if args.plot is None else check_figure_path(args.plot)
     estimator = make_estimator(args)
     data = load_dataset(args.data, label_column=args.label_column, random_state=args.seed)
     with warnings.catch_warnings(record=True) as caught:
@@ -107,6 +123,9 @@ def run_train(args: argparse.Namespace) -> int:
     model.save(out)
     summary["model"] = {"path": str(out), "size_bytes": out.stat().st_size, "atoms": model.n_atoms,
                         "macs_per_sample": model.macs_per_sample}
+    summary["curve"] = training_curve(estimator)
+    if figure is not None:
+        summary["figure"] = str(plot_training_curve(estimator, figure))
     if args.json:
         print(json.dumps(summary, indent=2))
     else:
@@ -118,11 +137,14 @@ def make_estimator(args: argparse.Namespace) -> Any:
     """The estimator the ``train`` arguments ask for (options of the other method are refused)."""
     from . import LASTClassifier, SGDSoftThresholdClassifier
 
+    if args.threads < 1:
+        raise ValueError(f"--threads must be >= 1, got {args.threads}")
     common = {"n_atoms": args.atoms, "preprocess": args.preprocess, "random_state": args.seed,
-              "verbose": 0 if args.quiet else 1}
+              "verbose": 0 if args.quiet else 1, "device": args.device, "n_jobs": args.threads}
+    common.update({k: v for k, v in (("nu", args.nu), ("batch_size", args.batch_size)) if v is not None})
     last_only = {"inner_solver": args.inner_solver, "max_dca_iter": args.max_dca_iter,
                  "inner_iter": args.inner_iter, "mu": args.mu, "multiclass": args.multiclass,
-                 "hinge": args.hinge}
+                 "hinge": args.hinge, "early_stopping": args.early_stopping or None}
     if args.method == "last":
         if args.max_iter is not None:
             raise ValueError("--max-iter applies to --method sgd/adam; LAST uses --max-dca-iter")
@@ -132,7 +154,7 @@ def make_estimator(args: argparse.Namespace) -> Any:
         return LASTClassifier(**common, **given)
     given = [f"--{k.replace('_', '-')}" for k, v in last_only.items() if v is not None]
     if given:
-        raise ValueError(f"{', '.join(given)} apply to --method last only")
+        raise ValueError(f"{', '.join(given)} appl{'y' if len(given) > 1 else 'ies'} to --method last only")
     extra = {} if args.max_iter is None else {"max_iter": args.max_iter}
     return SGDSoftThresholdClassifier(**common, optimizer=args.method, **extra)
 
@@ -163,7 +185,7 @@ def _summary_fields(summary: dict[str, Any]) -> list[tuple[str, str]]:
     data, metrics, model = summary["data"], summary["metrics"], summary["model"]
     test = metrics["test_accuracy"]
     sparsity_rows = "test" if test is not None else "train"
-    return [
+    fields = [
         ("data", f"{data['source']}: {data['train_rows']} train / {data['test_rows']} test rows, "
                  f"{data['features']} features, {data['classes']} classes"),
         ("train accuracy", f"{metrics['train_accuracy']:.2%}"),
@@ -173,6 +195,14 @@ def _summary_fields(summary: dict[str, Any]) -> list[tuple[str, str]]:
         ("model", f"{model['path']}: {model['atoms']} atoms, {model['macs_per_sample']:,} MACs/sample, "
                   f"{model['size_bytes'] / 1024:.1f} KiB"),
     ]
+    scored = [row for row in summary["curve"] if "validation_accuracy" in row]
+    if scored:
+        best = max(scored, key=lambda row: row["validation_accuracy"])
+        kept = f"kept DCA iteration {best['iteration']} of {len(summary['curve'])}"
+        fields.append(("hold-out accuracy", f"{best['validation_accuracy']:.2%}, {kept}"))
+    if "figure" in summary:
+        fields.append(("training curve", summary["figure"]))
+    return fields
 
 
 # ---------------------------------------------------------------------------------- predict

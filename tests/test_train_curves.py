@@ -1,0 +1,53 @@
+"""Training curves (``train.curves``): rows from ``history_`` and the figure of ``lastedge train --plot``."""
+
+from __future__ import annotations
+
+import sys
+from itertools import pairwise
+
+import pytest
+
+from lastedge.train import LASTClassifier
+from lastedge.train.curves import check_figure_path, plot_training_curve, training_curve
+
+
+def record(objective: float, time: float) -> dict:
+    return {"objective": objective, "step": 0.1, "extrapolation": 0.0, "change": 0.5, "time": time}
+
+
+def test_one_vs_all_curve_sums_heads_and_holds_a_stopped_heads_last_objective():
+    estimator = LASTClassifier()
+    estimator.history_ = [[record(10, 1.0), record(6, 2.0), record(5, 3.0)],
+                          [record(4, 1.0)],  # this head met tol after one iteration
+                          [record(3, 1.0), record(2, 2.0)]]
+    estimator.validation_scores_ = [0.5, 0.75]
+    assert training_curve(estimator) == [
+        {"iteration": 1, "time_s": 1.0, "objective": 17, "validation_accuracy": 0.5},
+        {"iteration": 2, "time_s": 2.0, "objective": 12, "validation_accuracy": 0.75},
+        {"iteration": 3, "time_s": 3.0, "objective": 11},
+    ]
+
+
+def test_fitted_curve_matches_history(tiny_last):
+    rows = training_curve(tiny_last)
+    assert len(rows) == tiny_last.n_iter_
+    last = sum(head[-1]["objective"] for head in tiny_last.history_)
+    assert rows[-1]["objective"] == pytest.approx(last)
+    assert all(later["time_s"] >= earlier["time_s"] for earlier, later in pairwise(rows))
+
+
+def test_unfitted_estimator_has_no_curve():
+    with pytest.raises(ValueError, match="has no training history; fit it first"):
+        training_curve(LASTClassifier())
+
+
+def test_figure_as_pdf(tiny_last, tmp_path):
+    path = plot_training_curve(tiny_last, tmp_path / "curve.pdf")
+    assert path.read_bytes()[:5] == b"%PDF-"
+    assert [p.name for p in tmp_path.iterdir()] == ["curve.pdf"]
+
+
+def test_figure_needs_matplotlib(tmp_path, monkeypatch):
+    monkeypatch.setitem(sys.modules, "matplotlib", None)  # import matplotlib now raises ImportError
+    with pytest.raises(ImportError, match=r"pip install 'lastedge\[plot\]'"):
+        check_figure_path(tmp_path / "curve.png")

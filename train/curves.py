@@ -1,0 +1,99 @@
+"""A fitted estimator's training curve: as rows (``lastedge train --json``) and as a figure (``--plot``).
+
+LAST records one point per DCA iteration (the objective of (P) on the training rows, summed over
+heads, and the hold-out accuracy when ``early_stopping``); SGD / Adam record checkpoints of the
+same objective every few thousand steps.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+from lastedge.runtime.model import write_atomically
+
+from .last import LASTClassifier
+from .sgd import SGDSoftThresholdClassifier
+
+FIGURE_FORMATS = ("png", "pdf", "svg")
+DPI = 120
+
+
+def training_curve(estimator: LASTClassifier | SGDSoftThresholdClassifier) -> list[dict[str, Any]]:
+    """Rows ``{"iteration", "time_s", "objective"[, "validation_accuracy"]}`` of a fitted estimator.
+
+    For LAST, ``iteration`` counts DCA iterations; a one-vs-all head that stopped early keeps
+    its last objective in the sum. For SGD / Adam it counts minibatch steps of the final run.
+    """
+    history = getattr(estimator, "history_", None)
+    if not history:
+        raise ValueError(f"{type(estimator).__name__} has no training history; fit it first")
+    if not isinstance(estimator, LASTClassifier):
+        return [{"iteration": r["iteration"], "time_s": r["time"], "objective": r["objective"]}
+                for r in history]
+    heads = history if isinstance(history[0], list) else [history]
+    validation = estimator.validation_scores_ or []
+    rows = []
+    for k in range(max(len(head) for head in heads)):
+        row = {"iteration": k + 1,
+               "time_s": max(head[k]["time"] for head in heads if len(head) > k),
+               "objective": sum(head[min(k, len(head) - 1)]["objective"] for head in heads)}
+        if k < len(validation):
+            row["validation_accuracy"] = validation[k]
+        rows.append(row)
+    return rows
+
+
+def check_figure_path(path: str | os.PathLike) -> Path:
+    """``path`` if a training-curve figure can be written there (format, folder, matplotlib).
+
+    Called before training, so a long fit is not lost to a typo in the figure's name.
+    """
+    path = Path(path)
+    if path.suffix.lower().lstrip(".") not in FIGURE_FORMATS:
+        raise ValueError(f"the figure must be a {', '.join('.' + f for f in FIGURE_FORMATS)} file, "
+                         f"got {path.name!r}")
+    if not (path.parent if str(path.parent) else Path(".")).is_dir():
+        raise ValueError(f"cannot write {path}: folder {path.parent} does not exist")
+    try:
+        import matplotlib  # noqa: F401
+    except ImportError:
+        raise ImportError("plotting needs matplotlib: pip install 'lastedge[plot]'") from None
+    return path
+
+
+def plot_training_curve(estimator: LASTClassifier | SGDSoftThresholdClassifier,
+                        path: str | os.PathLike) -> Path:
+    """Draw the objective (log scale) against iterations, with the hold-out accuracy when there
+    is one, and write the figure atomically to ``path`` (.png, .pdf or .svg)."""
+    path = check_figure_path(path)
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+
+    rows = training_curve(estimator)
+    steps = [row["iteration"] for row in rows]
+    fig = Figure(figsize=(6.4, 4.2), layout="constrained")
+    FigureCanvasAgg(fig)
+    ax = fig.subplots()
+    ax.plot(steps, [row["objective"] for row in rows], marker="o", markersize=3, color="C0",
+            markevery=max(1, len(rows) // 25))
+    ax.set_yscale("log")
+    ax.set_xlabel("DCA iteration" if isinstance(estimator, LASTClassifier) else "minibatch step")
+    ax.set_ylabel("training objective (log scale)", color="C0")
+    ax.grid(True, which="both", alpha=0.3)
+    scored = [row for row in rows if "validation_accuracy" in row]
+    if scored:
+        accuracy = fig.axes[0].twinx()
+        accuracy.plot([row["iteration"] for row in scored],
+                      [100 * row["validation_accuracy"] for row in scored], marker="s", markersize=3,
+                      color="C1")
+        best = max(scored, key=lambda row: row["validation_accuracy"])
+        accuracy.axvline(best["iteration"], color="C1", linestyle=":", label="kept iterate")
+        accuracy.set_ylabel("hold-out accuracy %", color="C1")
+        accuracy.legend(loc="center right", fontsize=8)
+    ax.set_title(f"{type(estimator).__name__}: {estimator.model_.n_atoms} atoms in all, "
+                 f"{rows[-1]['time_s']:.1f} s to the last point")
+    fmt = path.suffix.lower().lstrip(".")
+    write_atomically(path, lambda file: fig.savefig(file, format=fmt, dpi=DPI))
+    return path
