@@ -10,6 +10,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from sklearn.base import BaseEstimator, ClassifierMixin
 
 from lastedge.cli import main
 from lastedge.runtime import Model
@@ -142,6 +143,44 @@ def test_train_baseline_curve_as_svg(capsys, tmp_path):
     assert "<svg" in (tmp_path / "curve.svg").read_text()
 
 
+def test_train_chooses_mu_on_a_hold_out(capsys, tmp_path):
+    code, out, err = run(capsys, "train", "--data", "digits", *TINY, "--mu", "0,1,10", "--json",
+                         "--out", tmp_path / "m.npz")
+    assert code == 0, err
+    selection = json.loads(out)["mu_selection"]
+    accuracy = {float(mu): value for mu, value in selection["holdout_accuracy"].items()}
+    assert sorted(accuracy) == [0, 1, 10] and selection["holdout_fraction"] == 0.1
+    assert accuracy[selection["mu"]] == max(accuracy.values())
+    meta = Model.load(tmp_path / "m.npz").meta
+    assert meta["params"]["mu"] == selection["mu"] and meta["mu_selection"]["mu"] == selection["mu"]
+
+
+def test_mu_ties_keep_the_smaller_value(digits_data):
+    from lastedge.train.commands import choose_mu
+
+    class Constant(ClassifierMixin, BaseEstimator):  # equally accurate whatever its mu
+        def __init__(self, mu=0.0, verbose=0):
+            self.mu, self.verbose = mu, verbose
+
+        def fit(self, X, y):
+            self.classes_ = np.unique(y)
+            return self
+
+        def predict(self, X):
+            return np.full(len(X), self.classes_[0])
+
+    selection = choose_mu(Constant(), [10.0, 0.5, 3.0], digits_data.X_train, digits_data.y_train, seed=0)
+    assert selection["mu"] == 0.5 and len(set(selection["holdout_accuracy"].values())) == 1
+
+
+@pytest.mark.parametrize("value", ["0,1,1", "1,x", "-1", "nan"])
+def test_bad_mu_grid_is_a_usage_error(capsys, tmp_path, value):
+    with pytest.raises(SystemExit) as stop:
+        main(["train", "--data", "digits", *TINY, "--mu", value, "--out", str(tmp_path / "m.npz")])
+    assert stop.value.code == 2
+    assert "argument --mu: expected" in capsys.readouterr().err
+
+
 @pytest.mark.parametrize("fmt", ["onnx", "tflite"])
 def test_inspect_exported_files(capsys, tmp_path, tiny_model_file, fmt):
     export = pytest.importorskip("lastedge.export")
@@ -193,6 +232,8 @@ def bad_files(tmp_path):
     (tmp_path / "corrupt.npz").write_bytes(b"PK\x03\x04 not really a zip")
     (tmp_path / "notes.txt").write_text("hello")
     (tmp_path / "narrow.csv").write_text("1,2,0\n3,4,1\n")
+    rng = np.random.default_rng(0)
+    np.savez(tmp_path / "lonely.npz", X_train=rng.normal(size=(41, 4)), y_train=np.r_[[0] * 20, [1] * 20, 2])
     return tmp_path
 
 
@@ -211,8 +252,8 @@ def bad_files(tmp_path):
       "--out", "{d}/m.npz"], "--mu, --early-stopping apply to --method last only"),
     (["train", "--data", "digits", *TINY, "--hinge", "sum", "--out", "{d}/m.npz"],
      "--hinge applies to --multiclass shared only"),
-    (["train", "--data", "digits", *TINY, "--multiclass", "shared", "--mu", "-1", "--out", "{d}/m.npz"],
-     "mu must be a finite number >= 0, got -1.0"),
+    (["train", "--data", "{d}/lonely.npz", *TINY, "--mu", "0,1", "--out", "{d}/m.npz"],
+     "choosing mu needs a 10% hold-out with every class: .*only 1 member"),
     (["train", "--data", "digits", *TINY, "--device", "gpu", "--out", "{d}/m.npz"],
      "device must name a torch device such as 'cpu' or 'cuda', got 'gpu'"),
     (["train", "--data", "digits", *TINY, "--threads", "0", "--out", "{d}/m.npz"], "--threads must be >= 1"),
@@ -228,7 +269,7 @@ def bad_files(tmp_path):
     (["inspect", "{d}/notes.txt"], "notes.txt is not a model file"),
     (["inspect", "{d}/missing.npz"], "no such file"),
 ], ids=["missing-data", "zero-atoms", "out-not-npz", "out-folder", "unknown-data-format",
-        "option-of-other-method", "options-of-other-method", "hinge-without-shared", "negative-mu", "bad-device",
+        "option-of-other-method", "options-of-other-method", "hinge-without-shared", "mu-grid-class-too-small", "bad-device",
         "zero-threads", "plot-format", "plot-folder", "corrupt-model", "wrong-width", "no-labels-not-csv",
         "inspect-corrupt", "inspect-unknown-format", "inspect-missing"])
 def test_user_errors_are_one_line(capsys, bad_files, tiny_model_file, argv, message):

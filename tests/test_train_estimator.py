@@ -141,6 +141,7 @@ def test_bad_training_data_is_refused(cls, change, error, match):
     ({"hinge": "squared"}, "hinge must be one of .* got 'squared'"),
     ({"line_search": "yes"}, "line_search must be 'auto', True or False, got 'yes'"),
     ({"max_dca_iter": 0}, "max_dca_iter must be >= 1"),
+    ({"mu": -1.0}, "mu must be a finite number >= 0, got -1.0"),
 ])
 def test_bad_parameters_are_refused(params, match):
     X, y = blobs()

@@ -15,6 +15,7 @@ import numpy as np
 METHODS = ("last", "sgd", "adam")
 PREPROCESS = ("none", "l2", "center-l2", "standardize")
 SHOWN_PREDICTIONS = 10
+MU_HOLDOUT = 0.1  # share of the training rows that judges each --mu candidate
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -45,9 +46,10 @@ def _register_train(subparsers: argparse._SubParsersAction) -> None:
                    help="LAST only: DCA iterations (default: LASTClassifier's, the paper's 50)")
     p.add_argument("--inner-iter", type=int, default=None, metavar="T",
                    help="LAST only: iterations per sub-problem (default: LASTClassifier's rule)")
-    p.add_argument("--mu", type=float, default=None, metavar="MU",
+    p.add_argument("--mu", type=_mu_values, default=None, metavar="MU[,MU...]",
                    help="LAST only: weight decay (mu/2)||U||^2 on the atoms (default 0, the paper's "
-                        "objective; choose it on held-out rows, see docs/results.md)")
+                        "objective). Several values, e.g. 0,1,10: each is fitted on 90%% of the "
+                        "training rows, the one most accurate on the other 10%% is refitted on all")
     p.add_argument("--multiclass", choices=("ovr", "shared"), default=None,
                    help="LAST only, > 2 classes: ovr = one dictionary per class (default, the paper); "
                         "shared = one dictionary of --atoms atoms, each voting for one class")
@@ -111,15 +113,21 @@ def run_train(args: argparse.Namespace) -> int:
     figure = None if args.plot is None else check_figure_path(args.plot)
     estimator = make_estimator(args)
     data = load_dataset(args.data, label_column=args.label_column, random_state=args.seed)
+    selection = None
+    if args.mu is not None and len(args.mu) > 1:
+        selection = choose_mu(estimator, args.mu, data.X_train, data.y_train, args.seed)
+        estimator.set_params(mu=selection["mu"])
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", ConvergenceWarning)
         estimator.fit(data.X_train, data.y_train)
     for warning in caught:
         print(f"lastedge train: warning: {str(warning.message).splitlines()[0]}", file=sys.stderr)
     summary = _evaluate(estimator, data)
+    if selection is not None:
+        summary["mu_selection"] = selection
     model = estimator.to_model()
-    model = dataclasses.replace(model, meta={**model.meta, "data": summary["data"],
-                                             "metrics": summary["metrics"]})
+    provenance = {key: summary[key] for key in ("data", "metrics", "mu_selection") if key in summary}
+    model = dataclasses.replace(model, meta={**model.meta, **provenance})
     model.save(out)
     summary["model"] = {"path": str(out), "size_bytes": out.stat().st_size, "atoms": model.n_atoms,
                         "macs_per_sample": model.macs_per_sample}
@@ -143,7 +151,7 @@ def make_estimator(args: argparse.Namespace) -> Any:
               "verbose": 0 if args.quiet else 1, "device": args.device, "n_jobs": args.threads}
     common.update({k: v for k, v in (("nu", args.nu), ("batch_size", args.batch_size)) if v is not None})
     last_only = {"inner_solver": args.inner_solver, "max_dca_iter": args.max_dca_iter,
-                 "inner_iter": args.inner_iter, "mu": args.mu, "multiclass": args.multiclass,
+                 "inner_iter": args.inner_iter, "mu": args.mu and args.mu[0], "multiclass": args.multiclass,
                  "hinge": args.hinge, "early_stopping": args.early_stopping or None}
     if args.method == "last":
         if args.max_iter is not None:
@@ -157,6 +165,42 @@ def make_estimator(args: argparse.Namespace) -> Any:
         raise ValueError(f"{', '.join(given)} appl{'y' if len(given) > 1 else 'ies'} to --method last only")
     extra = {} if args.max_iter is None else {"max_iter": args.max_iter}
     return SGDSoftThresholdClassifier(**common, optimizer=args.method, **extra)
+
+
+def choose_mu(estimator: Any, grid: list[float], X: np.ndarray, y: np.ndarray, seed: int,
+              holdout: float = MU_HOLDOUT) -> dict[str, Any]:
+    """Fit ``estimator`` with each ``mu`` of ``grid`` on ``1 - holdout`` of the rows (stratified) and
+    return ``{"mu", "holdout_fraction", "holdout_accuracy": {mu: accuracy}}``; ties keep the smaller mu."""
+    from sklearn.base import clone
+    from sklearn.exceptions import ConvergenceWarning
+    from sklearn.model_selection import train_test_split
+
+    try:
+        X_fit, X_held, y_fit, y_held = train_test_split(X, y, test_size=holdout, stratify=y, random_state=seed)
+    except ValueError as error:
+        raise ValueError(f"choosing mu needs a {holdout:.0%} hold-out with every class: {error}") from None
+    accuracy = {}
+    for mu in grid:
+        candidate = clone(estimator).set_params(mu=mu)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", ConvergenceWarning)  # the final fit reports its own
+            candidate.fit(X_fit, y_fit)
+        accuracy[mu] = float(candidate.score(X_held, y_held))
+        if estimator.verbose:
+            print(f"lastedge train: mu = {mu:g}: {accuracy[mu]:.2%} on the hold-out", file=sys.stderr)
+    best = max(sorted(grid), key=lambda mu: accuracy[mu])
+    return {"mu": best, "holdout_fraction": holdout, "holdout_accuracy": accuracy}
+
+
+def _mu_values(text: str) -> list[float]:
+    """``--mu``: one value or a comma-separated grid, each a finite number >= 0, no repeats."""
+    try:
+        values = [float(part) for part in text.split(",")]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected numbers separated by commas, got {text!r}") from None
+    if not all(np.isfinite(v) and v >= 0 for v in values) or len(set(values)) < len(values):
+        raise argparse.ArgumentTypeError(f"expected distinct finite numbers >= 0, got {text!r}")
+    return values
 
 
 def _check_out(out: str) -> Path:
@@ -195,6 +239,10 @@ def _summary_fields(summary: dict[str, Any]) -> list[tuple[str, str]]:
         ("model", f"{model['path']}: {model['atoms']} atoms, {model['macs_per_sample']:,} MACs/sample, "
                   f"{model['size_bytes'] / 1024:.1f} KiB"),
     ]
+    if "mu_selection" in summary:
+        by_mu = summary["mu_selection"]["holdout_accuracy"]
+        fields.append(("mu", f"{summary['mu_selection']['mu']:g}, chosen on a hold-out ("
+                             + ", ".join(f"{mu:g}: {acc:.2%}" for mu, acc in by_mu.items()) + ")"))
     scored = [row for row in summary["curve"] if "validation_accuracy" in row]
     if scored:
         best = max(scored, key=lambda row: row["validation_accuracy"])
