@@ -1,10 +1,8 @@
-"""The figures of the paper-reproduction benchmark: accuracy against N, objective against time,
-atoms as images and the 2-atom feature plane.
+"""The figures of the paper-reproduction benchmark: accuracy against N, objective against time and
+the 2-atom feature plane; atoms as images come from the product (``lastedge.figures``).
 
-Each function takes plain Python / numpy data, writes one PNG (dpi 120) and returns nothing. Figures
-are drawn on the Agg canvas directly, without pyplot, so no display is needed and no global backend
-is switched; each file is written to a temporary name in the same folder and then renamed, so a
-reader never sees half a PNG.
+Each function takes plain Python / numpy data and writes one PNG through ``lastedge.figures``
+(Agg canvas, no pyplot; written to a temporary name and renamed, so a reader never sees half a PNG).
 """
 
 from __future__ import annotations
@@ -14,22 +12,20 @@ from typing import Any
 
 import numpy as np
 
-from lastedge.runtime.model import write_atomically
+from lastedge.figures import atoms_as_images, new_figure, save_figure
 
 try:
-    from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.colors import to_rgba
-    from matplotlib.figure import Figure
     from matplotlib.patches import Patch
     from matplotlib.ticker import NullLocator
 except ImportError as error:  # pragma: no cover - depends on the environment
     raise ImportError("benchmarks/figures.py needs matplotlib: pip install 'lastedge[plot]'") from error
 
-DPI = 120
+__all__ = ["accuracy_vs_atoms", "atoms_as_images", "features_2d", "method_styles", "objective_vs_time"]
+
 COLOURS = tuple(f"C{i}" for i in range(10))
 MARKERS = "osD^vP*Xd"  # 9 markers against 10 colours: the first 90 methods get distinct pairs
 MAX_POINTS = 2000  # features_2d draws at most this many points
-ATOMS_PER_ROW = 10
 CLASS_COLOURS = ("tab:blue", "tab:orange")
 
 
@@ -46,7 +42,7 @@ def accuracy_vs_atoms(rows: list[dict[str, Any]], path: Path, title: str) -> Non
     methods = list(dict.fromkeys(row["method"] for row in rows))
     style = method_styles(methods)
     tasks = list(dict.fromkeys(row["task"] for row in rows))
-    fig = _figure((max(5.0 * len(tasks), 7.5), 4.4))  # one task: wide enough for the legend
+    fig = new_figure((max(5.0 * len(tasks), 7.5), 4.4))  # one task: wide enough for the legend
     axes = fig.subplots(1, len(tasks), squeeze=False)[0]
     for ax, task in zip(axes, tasks):
         task_rows = [row for row in rows if row["task"] == task]
@@ -69,7 +65,7 @@ def accuracy_vs_atoms(rows: list[dict[str, Any]], path: Path, title: str) -> Non
     fig.legend(handles.values(), handles.keys(), loc="outside lower center", fontsize=8,
                ncol=min(3 if len(tasks) > 1 else 2, len(handles)), frameon=False)
     fig.suptitle(title)
-    _save(fig, path)
+    save_figure(fig, path)
 
 
 def method_styles(methods: list[str]) -> dict[str, tuple[str, str]]:
@@ -122,7 +118,7 @@ def objective_vs_time(curves: dict[str, list[tuple[float, float]]], path: Path, 
     """
     if not curves:
         raise ValueError("curves is empty; expected at least one label with points")
-    fig = _figure((6.4, 4.4))
+    fig = new_figure((6.4, 4.4))
     ax = fig.subplots()
     for i, (label, points) in enumerate(curves.items()):
         values = np.asarray(points, dtype=float)
@@ -141,89 +137,7 @@ def objective_vs_time(curves: dict[str, list[tuple[float, float]]], path: Path, 
     ax.grid(True, which="both", alpha=0.3)
     ax.legend(fontsize=8)
     ax.set_title(title)
-    _save(fig, path)
-
-
-def atoms_as_images(dictionaries: dict[str, np.ndarray], image_shape: tuple[int, ...], path: Path,
-                    title: str, max_atoms: int = 30, *, channels_first: bool = False,
-                    atom_titles: dict[str, list[str]] | None = None) -> None:
-    """The atoms (columns) of each dictionary as small images, one block of rows per label.
-
-    ``dictionaries`` maps a label to a dictionary [n_features, N]. ``image_shape`` is the shape
-    shown: ``(H, W)`` grayscale or ``(H, W, 3)`` colour. With ``channels_first`` each atom is stored
-    as ``(3, H, W)`` flattened (our CIFAR rows) and is transposed for display. Each atom is
-    min-max scaled to [0, 1] on its own (a constant atom shows mid-grey); the first ``max_atoms``
-    are shown, 10 to a row. ``atom_titles`` maps a label to one caption per atom (e.g. the output
-    weight's sign), written under each image.
-    """
-    stored_shape = _stored_shape(image_shape, channels_first)
-    if not dictionaries:
-        raise ValueError("dictionaries is empty; expected at least one label")
-    if max_atoms < 1:
-        raise ValueError(f"max_atoms must be >= 1, got {max_atoms}")
-    atom_titles = atom_titles or {}
-    unknown = set(atom_titles) - set(dictionaries)
-    if unknown:
-        raise ValueError(f"atom_titles has labels {sorted(unknown)} that are not in dictionaries "
-                         f"({sorted(dictionaries)})")
-    shown = {label: _atom_images(label, D, stored_shape, channels_first, max_atoms)
-             for label, D in dictionaries.items()}
-    for label, captions in atom_titles.items():
-        n_atoms = np.shape(dictionaries[label])[1]
-        if len(captions) != n_atoms:
-            raise ValueError(f"atom_titles[{label!r}] has {len(captions)} captions for {n_atoms} atoms")
-    columns = min(ATOMS_PER_ROW, max(len(images) for images in shown.values()))
-    grid_rows = [-(-len(images) // columns) for images in shown.values()]
-    fig = _figure((1.1 * columns + 0.4, sum(1.25 * r + 0.35 for r in grid_rows) + 0.5))
-    blocks = fig.subfigures(len(shown), 1, height_ratios=[1.25 * r + 0.35 for r in grid_rows],
-                            squeeze=False)[:, 0]
-    for block, n_rows, (label, images) in zip(blocks, grid_rows, shown.items()):
-        n_atoms = np.shape(dictionaries[label])[1]
-        more = f" (first {len(images)} of {n_atoms} atoms)" if len(images) < n_atoms else ""
-        block.suptitle(label + more, fontsize=10)
-        captions = atom_titles.get(label)
-        for j, ax in enumerate(block.subplots(n_rows, columns, squeeze=False).ravel()):
-            ax.set_xticks([])
-            ax.set_yticks([])
-            if j >= len(images):
-                ax.set_visible(False)
-                continue
-            ax.imshow(images[j], cmap="gray" if images[j].ndim == 2 else None, vmin=0.0, vmax=1.0,
-                      interpolation="nearest")
-            if captions is not None:
-                ax.set_xlabel(captions[j], fontsize=7, labelpad=1)
-    fig.suptitle(title)
-    _save(fig, path)
-
-
-def _stored_shape(image_shape: tuple[int, ...], channels_first: bool) -> tuple[int, ...]:
-    """The shape each atom has as stored; checks ``image_shape`` is grayscale or RGB."""
-    shape = tuple(int(s) for s in image_shape)
-    if not (len(shape) == 2 or (len(shape) == 3 and shape[2] == 3)) or min(shape) < 1:
-        raise ValueError(f"image_shape must be (H, W) or (H, W, 3), got {image_shape}")
-    if channels_first and len(shape) == 2:
-        raise ValueError(f"channels_first needs a colour image_shape (H, W, 3), got {image_shape}")
-    return (shape[2], shape[0], shape[1]) if channels_first else shape
-
-
-def _atom_images(label: str, D: np.ndarray, stored_shape: tuple[int, ...], channels_first: bool,
-                 max_atoms: int) -> list[np.ndarray]:
-    """The first ``max_atoms`` columns of ``D`` as display images, each scaled to [0, 1]."""
-    D = np.asarray(D, dtype=float)
-    n_features = int(np.prod(stored_shape))
-    if D.ndim != 2 or D.shape[0] != n_features:
-        raise ValueError(f"dictionaries[{label!r}] must be [n_features, N] with n_features = "
-                         f"{n_features} for image_shape; got shape {D.shape}")
-    if D.shape[1] == 0:
-        raise ValueError(f"dictionaries[{label!r}] has no atoms")
-    images = []
-    for atom in D[:, :max_atoms].T:
-        image = atom.reshape(stored_shape)
-        if channels_first:
-            image = image.transpose(1, 2, 0)
-        low, high = image.min(), image.max()
-        images.append((image - low) / (high - low) if high > low else np.full_like(image, 0.5))
-    return images
+    save_figure(fig, path)
 
 
 def features_2d(features: np.ndarray, labels: np.ndarray, weights: np.ndarray, path: Path, title: str,
@@ -243,7 +157,7 @@ def features_2d(features: np.ndarray, labels: np.ndarray, weights: np.ndarray, p
         keep = np.random.default_rng(0).choice(len(features), MAX_POINTS, replace=False)
         features, labels = features[keep], labels[keep]
         subtitle += f"; {MAX_POINTS} drawn at random"
-    fig = _figure((5.6, 5.6))
+    fig = new_figure((5.6, 5.6))
     ax = fig.subplots()
     for k in (0, 1):
         f = features[labels == k]
@@ -261,7 +175,7 @@ def features_2d(features: np.ndarray, labels: np.ndarray, weights: np.ndarray, p
     fig.legend(handles + [shading], names + [shading.get_label()], loc="outside lower center",
                fontsize=8, ncol=2, frameon=False)
     ax.set_title(f"{title}\n({subtitle})", fontsize=10)
-    _save(fig, path)
+    save_figure(fig, path)
 
 
 def _check_features(features: np.ndarray, labels: np.ndarray,
@@ -311,15 +225,3 @@ def _draw_decision_line(ax, weights: np.ndarray, limits: np.ndarray) -> None:
         slope = -w1 / w2
         x_end = min(limits[0], limits[1] / slope)
         ax.plot([0, x_end], [0, slope * x_end], label=r"decision line $w^\top f = 0$", **line)
-
-
-def _figure(size: tuple[float, float]) -> Figure:
-    """A figure on the Agg canvas with constrained layout."""
-    fig = Figure(figsize=size, layout="constrained")
-    FigureCanvasAgg(fig)
-    return fig
-
-
-def _save(fig: Figure, path: Path | str) -> None:
-    """Write ``fig`` as PNG atomically (temp file next to ``path``, then renamed into place)."""
-    write_atomically(path, lambda file: fig.savefig(file, format="png", dpi=DPI))

@@ -24,6 +24,14 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                     ".onnx/.tflite file (the latter needs lastedge[export]).")
     parser.add_argument("file", metavar="FILE", help="model file: .npz, .onnx or .tflite")
     parser.add_argument("--json", action="store_true", help="print one JSON object")
+    parser.add_argument("--atoms", metavar="PATH", default=None,
+                        help=".npz only: also draw each class's strongest atoms as images to this "
+                             ".png/.pdf/.svg file (needs matplotlib)")
+    parser.add_argument("--image-shape", metavar="SHAPE", default=None,
+                        help="with --atoms: how a row is an image, HxW, HxWx3 or 3xHxW (channels first); "
+                             "default: square grayscale when the feature count is a square")
+    parser.add_argument("--per-class", type=int, default=10, metavar="K",
+                        help="with --atoms: atoms drawn per class (default 10)")
     parser.set_defaults(func=run_inspect)
 
 
@@ -34,9 +42,15 @@ def run_inspect(args: argparse.Namespace) -> int:
     path = Path(args.file)
     if not path.is_file():
         raise FileNotFoundError(f"no such file: {path}")
+    if args.atoms is None and (args.image_shape is not None or args.per_class != 10):
+        raise ValueError("--image-shape and --per-class apply to --atoms only")
     if sniff(path) == "npz":
         info = model_info(path)
+        if args.atoms is not None:
+            info["atoms_figure"] = str(_draw_atoms(path, args))
         lines = model_lines(info)
+    elif args.atoms is not None:
+        raise ValueError(f"--atoms draws a trained .npz model's dictionary; {path.name} is an exported file")
     else:
         from lastedge.export import describe
         from lastedge.export.describe import summary_lines
@@ -45,6 +59,15 @@ def run_inspect(args: argparse.Namespace) -> int:
         lines = summary_lines(info)
     print(json.dumps(info, indent=2) if args.json else "\n".join(lines))
     return 0
+
+
+def _draw_atoms(path: Path, args: argparse.Namespace) -> Path:
+    from lastedge.figures import check_figure_path, model_atoms, parse_image_shape
+    from lastedge.runtime import Model
+
+    figure = check_figure_path(args.atoms)
+    shape, channels_first = (None, False) if args.image_shape is None else parse_image_shape(args.image_shape)
+    return model_atoms(Model.load(path), figure, shape, channels_first, args.per_class)
 
 
 def model_info(path: str | Path) -> dict[str, Any]:
@@ -83,7 +106,13 @@ def model_lines(info: dict[str, Any]) -> list[str]:
     for key in ("data", "metrics"):  # recorded by ``lastedge train``
         if isinstance(meta.get(key), dict):
             fields.append((key, " ".join(f"{k}={v}" for k, v in meta[key].items())))
+    selection = meta.get("mu_selection")  # recorded by ``lastedge train --mu A,B,...``
+    if isinstance(selection, dict) and isinstance(selection.get("holdout_accuracy"), dict):
+        scores = ", ".join(f"{mu}: {acc:.2%}" for mu, acc in selection["holdout_accuracy"].items())
+        fields.append(("mu choice", f"{selection.get('mu')} on a hold-out ({scores})"))
     fields.append(("lastedge", str(meta.get("lastedge_version", "unknown"))))
+    if "atoms_figure" in info:
+        fields.append(("atoms figure", info["atoms_figure"]))
     return field_lines(fields)
 
 

@@ -75,47 +75,6 @@ def test_objective_vs_time_rejects_bad_curves(tmp_path, curves, match):
         figures.objective_vs_time(curves, tmp_path / "objective.png", "bad")
 
 
-def test_atoms_as_images_grayscale_with_captions(tmp_path):
-    rng = np.random.default_rng(0)
-    dictionaries = {"LAST": rng.normal(size=(144, 12)), "SGD": rng.normal(size=(144, 2))}
-    dictionaries["SGD"][:, 1] = 1.0  # a constant atom must not divide by zero
-    captions = {"LAST": ["+", "-"] * 6}
-    figures.atoms_as_images(dictionaries, (12, 12), tmp_path / "atoms.png", "Atoms", atom_titles=captions)
-    assert_png(tmp_path / "atoms.png")
-
-
-def test_atoms_as_images_channels_first_colour(tmp_path):
-    D = np.random.default_rng(0).normal(size=(3 * 8 * 8, 40))
-    figures.atoms_as_images({"LAST": D}, (8, 8, 3), tmp_path / "cifar.png", "CIFAR", max_atoms=15,
-                            channels_first=True)
-    assert_png(tmp_path / "cifar.png")
-
-
-def test_atoms_as_images_transposes_channels_first():
-    # Channel c of pixel (i, j) is stored at c * H * W + i * W + j; it must land at [i, j, c].
-    D = np.arange(3 * 2 * 4, dtype=float)[:, None]
-    (image,) = figures._atom_images("a", D, (3, 2, 4), True, 1)
-    expected = np.arange(24.0).reshape(3, 2, 4).transpose(1, 2, 0) / 23.0
-    np.testing.assert_allclose(image, expected)
-
-
-@pytest.mark.parametrize(("kwargs", "match"), [
-    ({"dictionaries": {"LAST": np.zeros((100, 4))}}, r"n_features = 144 .* got shape \(100, 4\)"),
-    ({"dictionaries": {"LAST": np.zeros(144)}}, r"must be \[n_features, N\]"),
-    ({"image_shape": (12, 12, 2)}, r"\(H, W\) or \(H, W, 3\)"),
-    ({"channels_first": True}, "channels_first needs a colour image_shape"),
-    ({"max_atoms": 0}, "max_atoms must be >= 1"),
-    ({"dictionaries": {}}, "dictionaries is empty"),
-    ({"atom_titles": {"SGD": ["+"] * 4}}, r"labels \['SGD'\] that are not in dictionaries"),
-    ({"atom_titles": {"LAST": ["+"] * 3}}, "has 3 captions for 4 atoms"),
-])
-def test_atoms_as_images_rejects_bad_input(tmp_path, kwargs, match):
-    arguments = {"dictionaries": {"LAST": np.zeros((144, 4))}, "image_shape": (12, 12),
-                 "path": tmp_path / "atoms.png", "title": "bad", **kwargs}
-    with pytest.raises(ValueError, match=match):
-        figures.atoms_as_images(**arguments)
-
-
 @pytest.mark.parametrize("weights", [(1.0, -2.0), (0.0, 1.0), (-1.0, 0.0), (1.0, 1.0), (-1.0, -1.0),
                                      (0.0, 0.0)])
 def test_features_2d(tmp_path, weights):

@@ -195,6 +195,18 @@ def test_inspect_exported_files(capsys, tmp_path, tiny_model_file, fmt):
     exported = json.loads(run(capsys, "predict", path, "--data", "digits", "--json")[1])
     original = json.loads(run(capsys, "predict", tiny_model_file, "--data", "digits", "--json")[1])
     assert exported["predictions"] == original["predictions"]
+    code, _, err = run(capsys, "inspect", path, "--atoms", tmp_path / "atoms.png")
+    assert code == 1 and "--atoms draws a trained .npz model's dictionary" in err
+
+
+def test_inspect_draws_the_atoms(capsys, tmp_path, tiny_model_file):
+    code, out, err = run(capsys, "inspect", tiny_model_file, "--atoms", tmp_path / "atoms.png", "--per-class", "3")
+    assert code == 0, err
+    assert re.search(r"^atoms figure +" + re.escape(str(tmp_path / "atoms.png")) + "$", out, re.MULTILINE)
+    assert (tmp_path / "atoms.png").read_bytes()[:4] == b"\x89PNG"
+    info = json.loads(run(capsys, "inspect", tiny_model_file, "--json", "--atoms", tmp_path / "a.svg",
+                          "--image-shape", "4x16")[1])
+    assert info["atoms_figure"] == str(tmp_path / "a.svg") and "<svg" in (tmp_path / "a.svg").read_text()
 
 
 def test_demo_quick(capsys, tmp_path):
@@ -268,10 +280,15 @@ def bad_files(tmp_path):
     (["inspect", "{d}/corrupt.npz"], "not a readable lastedge model file"),
     (["inspect", "{d}/notes.txt"], "notes.txt is not a model file"),
     (["inspect", "{d}/missing.npz"], "no such file"),
+    (["inspect", "{model}", "--per-class", "3"], "--image-shape and --per-class apply to --atoms only"),
+    (["inspect", "{model}", "--atoms", "{d}/a.png", "--image-shape", "5x5"],
+     "an image of shape 5x5 has 25 values; the model has 64 features"),
+    (["inspect", "{model}", "--atoms", "{d}/a.png", "--image-shape", "8by8"], "image shape must be HxW"),
 ], ids=["missing-data", "zero-atoms", "out-not-npz", "out-folder", "unknown-data-format",
         "option-of-other-method", "options-of-other-method", "hinge-without-shared", "mu-grid-class-too-small", "bad-device",
         "zero-threads", "plot-format", "plot-folder", "corrupt-model", "wrong-width", "no-labels-not-csv",
-        "inspect-corrupt", "inspect-unknown-format", "inspect-missing"])
+        "inspect-corrupt", "inspect-unknown-format", "inspect-missing", "per-class-without-atoms",
+        "image-shape-wrong-size", "image-shape-unreadable"])
 def test_user_errors_are_one_line(capsys, bad_files, tiny_model_file, argv, message):
     argv = [a.format(d=bad_files, model=tiny_model_file) for a in argv]
     code, out, err = run(capsys, *argv)

@@ -8,7 +8,7 @@ from itertools import pairwise
 import pytest
 
 from lastedge.train import LASTClassifier
-from lastedge.train.curves import check_figure_path, plot_training_curve, training_curve
+from lastedge.train.curves import plot_training_curve, training_curve
 
 
 def record(objective: float, time: float) -> dict:
@@ -47,7 +47,9 @@ def test_figure_as_pdf(tiny_last, tmp_path):
     assert [p.name for p in tmp_path.iterdir()] == ["curve.pdf"]
 
 
-def test_figure_needs_matplotlib(tmp_path, monkeypatch):
-    monkeypatch.setitem(sys.modules, "matplotlib", None)  # import matplotlib now raises ImportError
+def test_figure_needs_matplotlib(tiny_last, tmp_path, monkeypatch):
+    for name in [n for n in sys.modules if n.split(".")[0] == "matplotlib"] + ["matplotlib"]:
+        monkeypatch.setitem(sys.modules, name, None)  # importing any of them now raises ImportError
     with pytest.raises(ImportError, match=r"pip install 'lastedge\[plot\]'"):
-        check_figure_path(tmp_path / "curve.png")
+        plot_training_curve(tiny_last, tmp_path / "curve.png")
+    assert not list(tmp_path.iterdir())

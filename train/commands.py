@@ -104,9 +104,10 @@ def run_train(args: argparse.Namespace) -> int:
     """``lastedge train``: fit, report, save."""
     from sklearn.exceptions import ConvergenceWarning
 
+    from lastedge.figures import check_figure_path
     from lastedge.inspect_cmd import field_lines
 
-    from .curves import check_figure_path, plot_training_curve, training_curve
+    from .curves import plot_training_curve, training_curve
     from .data import load_dataset
 
     out = _check_out(args.out)

@@ -11,13 +11,10 @@ import os
 from pathlib import Path
 from typing import Any
 
-from lastedge.runtime.model import write_atomically
+from lastedge.figures import new_figure, save_figure
 
 from .last import LASTClassifier
 from .sgd import SGDSoftThresholdClassifier
-
-FIGURE_FORMATS = ("png", "pdf", "svg")
-DPI = 120
 
 
 def training_curve(estimator: LASTClassifier | SGDSoftThresholdClassifier) -> list[dict[str, Any]]:
@@ -45,36 +42,13 @@ def training_curve(estimator: LASTClassifier | SGDSoftThresholdClassifier) -> li
     return rows
 
 
-def check_figure_path(path: str | os.PathLike) -> Path:
-    """``path`` if a training-curve figure can be written there (format, folder, matplotlib).
-
-    Called before training, so a long fit is not lost to a typo in the figure's name.
-    """
-    path = Path(path)
-    if path.suffix.lower().lstrip(".") not in FIGURE_FORMATS:
-        raise ValueError(f"the figure must be a {', '.join('.' + f for f in FIGURE_FORMATS)} file, "
-                         f"got {path.name!r}")
-    if not (path.parent if str(path.parent) else Path(".")).is_dir():
-        raise ValueError(f"cannot write {path}: folder {path.parent} does not exist")
-    try:
-        import matplotlib  # noqa: F401
-    except ImportError:
-        raise ImportError("plotting needs matplotlib: pip install 'lastedge[plot]'") from None
-    return path
-
-
 def plot_training_curve(estimator: LASTClassifier | SGDSoftThresholdClassifier,
                         path: str | os.PathLike) -> Path:
     """Draw the objective (log scale) against iterations, with the hold-out accuracy when there
     is one, and write the figure atomically to ``path`` (.png, .pdf or .svg)."""
-    path = check_figure_path(path)
-    from matplotlib.backends.backend_agg import FigureCanvasAgg
-    from matplotlib.figure import Figure
-
     rows = training_curve(estimator)
     steps = [row["iteration"] for row in rows]
-    fig = Figure(figsize=(6.4, 4.2), layout="constrained")
-    FigureCanvasAgg(fig)
+    fig = new_figure((6.4, 4.2))
     ax = fig.subplots()
     ax.plot(steps, [row["objective"] for row in rows], marker="o", markersize=3, color="C0",
             markevery=max(1, len(rows) // 25))
@@ -94,6 +68,4 @@ def plot_training_curve(estimator: LASTClassifier | SGDSoftThresholdClassifier,
         accuracy.legend(loc="center right", fontsize=8)
     ax.set_title(f"{type(estimator).__name__}: {estimator.model_.n_atoms} atoms in all, "
                  f"{rows[-1]['time_s']:.1f} s to the last point")
-    fmt = path.suffix.lower().lstrip(".")
-    write_atomically(path, lambda file: fig.savefig(file, format=fmt, dpi=DPI))
-    return path
+    return save_figure(fig, path)

@@ -1,0 +1,197 @@
+"""Figures a user looks at rather than reads: a model's atoms as images (``lastedge inspect --atoms``),
+and the canvas and atomic writing that every lastedge figure shares.
+
+Figures are drawn on the Agg canvas directly, without pyplot, so no display is needed and no global
+backend is switched; each file is written to a temporary name in the same folder and renamed, so a
+reader never sees half a file. matplotlib (``lastedge[plot]``) is imported when a figure is drawn.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from lastedge.runtime.model import Model, write_atomically
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
+
+DPI = 120
+FORMATS = ("png", "pdf", "svg")
+ATOMS_PER_ROW = 10
+
+
+def new_figure(size: tuple[float, float]) -> Figure:
+    """A figure on the Agg canvas with constrained layout."""
+    try:
+        from matplotlib.backends.backend_agg import FigureCanvasAgg
+        from matplotlib.figure import Figure
+    except ImportError:
+        raise ImportError("figures need matplotlib: pip install 'lastedge[plot]'") from None
+    fig = Figure(figsize=size, layout="constrained")
+    FigureCanvasAgg(fig)
+    return fig
+
+
+def check_figure_path(path: str | os.PathLike) -> Path:
+    """``path`` if a figure can be written there: a .png/.pdf/.svg name in an existing folder, and
+    matplotlib installed. Commands call it before long work, so a typo does not lose the work."""
+    path = Path(path)
+    if path.suffix.lower().lstrip(".") not in FORMATS:
+        raise ValueError(f"the figure must be a {', '.join('.' + f for f in FORMATS)} file, got {path.name!r}")
+    if not (path.parent if str(path.parent) else Path(".")).is_dir():
+        raise ValueError(f"cannot write {path}: folder {path.parent} does not exist")
+    try:
+        import matplotlib  # noqa: F401
+    except ImportError:
+        raise ImportError("figures need matplotlib: pip install 'lastedge[plot]'") from None
+    return path
+
+
+def save_figure(fig: Figure, path: str | os.PathLike) -> Path:
+    """Write ``fig`` atomically in the format its suffix names (.png, .pdf or .svg)."""
+    path = check_figure_path(path)
+    fmt = path.suffix.lower().lstrip(".")
+    write_atomically(path, lambda file: fig.savefig(file, format=fmt, dpi=DPI))
+    return path
+
+
+def atoms_as_images(dictionaries: dict[str, np.ndarray], image_shape: tuple[int, ...], path: Path,
+                    title: str, max_atoms: int = 30, *, channels_first: bool = False,
+                    atom_titles: dict[str, list[str]] | None = None) -> None:
+    """The atoms (columns) of each dictionary as small images, one block of rows per label.
+
+    ``dictionaries`` maps a label to a dictionary [n_features, N]. ``image_shape`` is the shape
+    shown: ``(H, W)`` grayscale or ``(H, W, 3)`` colour. With ``channels_first`` each atom is stored
+    as ``(3, H, W)`` flattened (our CIFAR rows) and is transposed for display. Each atom is
+    min-max scaled to [0, 1] on its own (a constant atom shows mid-grey); the first ``max_atoms``
+    are shown, 10 to a row. ``atom_titles`` maps a label to one caption per atom (e.g. the output
+    weight's sign), written under each image.
+    """
+    stored_shape = _stored_shape(image_shape, channels_first)
+    if not dictionaries:
+        raise ValueError("dictionaries is empty; expected at least one label")
+    if max_atoms < 1:
+        raise ValueError(f"max_atoms must be >= 1, got {max_atoms}")
+    atom_titles = atom_titles or {}
+    unknown = set(atom_titles) - set(dictionaries)
+    if unknown:
+        raise ValueError(f"atom_titles has labels {sorted(unknown)} that are not in dictionaries "
+                         f"({sorted(dictionaries)})")
+    shown = {label: _atom_images(label, D, stored_shape, channels_first, max_atoms)
+             for label, D in dictionaries.items()}
+    for label, captions in atom_titles.items():
+        n_atoms = np.shape(dictionaries[label])[1]
+        if len(captions) != n_atoms:
+            raise ValueError(f"atom_titles[{label!r}] has {len(captions)} captions for {n_atoms} atoms")
+    columns = min(ATOMS_PER_ROW, max(len(images) for images in shown.values()))
+    grid_rows = [-(-len(images) // columns) for images in shown.values()]
+    fig = new_figure((1.1 * columns + 0.4, sum(1.25 * r + 0.35 for r in grid_rows) + 0.5))
+    blocks = fig.subfigures(len(shown), 1, height_ratios=[1.25 * r + 0.35 for r in grid_rows],
+                            squeeze=False)[:, 0]
+    for block, n_rows, (label, images) in zip(blocks, grid_rows, shown.items()):
+        n_atoms = np.shape(dictionaries[label])[1]
+        more = f" (first {len(images)} of {n_atoms} atoms)" if len(images) < n_atoms else ""
+        block.suptitle(label + more, fontsize=10)
+        captions = atom_titles.get(label)
+        for j, ax in enumerate(block.subplots(n_rows, columns, squeeze=False).ravel()):
+            ax.set_xticks([])
+            ax.set_yticks([])
+            if j >= len(images):
+                ax.set_visible(False)
+                continue
+            ax.imshow(images[j], cmap="gray" if images[j].ndim == 2 else None, vmin=0.0, vmax=1.0,
+                      interpolation="nearest")
+            if captions is not None:
+                ax.set_xlabel(captions[j], fontsize=7, labelpad=1)
+    fig.suptitle(title)
+    save_figure(fig, path)
+
+
+def _stored_shape(image_shape: tuple[int, ...], channels_first: bool) -> tuple[int, ...]:
+    """The shape each atom has as stored; checks ``image_shape`` is grayscale or RGB."""
+    shape = tuple(int(s) for s in image_shape)
+    if not (len(shape) == 2 or (len(shape) == 3 and shape[2] == 3)) or min(shape) < 1:
+        raise ValueError(f"image_shape must be (H, W) or (H, W, 3), got {image_shape}")
+    if channels_first and len(shape) == 2:
+        raise ValueError(f"channels_first needs a colour image_shape (H, W, 3), got {image_shape}")
+    return (shape[2], shape[0], shape[1]) if channels_first else shape
+
+
+def _atom_images(label: str, D: np.ndarray, stored_shape: tuple[int, ...], channels_first: bool,
+                 max_atoms: int) -> list[np.ndarray]:
+    """The first ``max_atoms`` columns of ``D`` as display images, each scaled to [0, 1]."""
+    D = np.asarray(D, dtype=float)
+    n_features = int(np.prod(stored_shape))
+    if D.ndim != 2 or D.shape[0] != n_features:
+        raise ValueError(f"dictionaries[{label!r}] must be [n_features, N] with n_features = "
+                         f"{n_features} for image_shape; got shape {D.shape}")
+    if D.shape[1] == 0:
+        raise ValueError(f"dictionaries[{label!r}] has no atoms")
+    images = []
+    for atom in D[:, :max_atoms].T:
+        image = atom.reshape(stored_shape)
+        if channels_first:
+            image = image.transpose(1, 2, 0)
+        low, high = image.min(), image.max()
+        images.append((image - low) / (high - low) if high > low else np.full_like(image, 0.5))
+    return images
+
+
+def parse_image_shape(text: str) -> tuple[tuple[int, ...], bool]:
+    """``"28x28"`` (grayscale), ``"32x32x3"`` (colour, channels last) or ``"3x32x32"`` (colour,
+    channels first, as CIFAR rows are stored) -> ``(image_shape (H, W[, 3]), channels_first)``."""
+    try:
+        sizes = tuple(int(part) for part in text.lower().split("x"))
+    except ValueError:
+        sizes = ()
+    if len(sizes) == 2 and min(sizes) >= 1:
+        return sizes, False
+    if len(sizes) == 3 and min(sizes) >= 1 and 3 in (sizes[0], sizes[2]):
+        return ((sizes[1], sizes[2], 3), True) if sizes[2] != 3 else (sizes, False)
+    raise ValueError(f"image shape must be HxW, HxWx3 or 3xHxW (e.g. 28x28), got {text!r}")
+
+
+def strongest_atoms(model: Model, per_output: int) -> tuple[dict[str, np.ndarray], dict[str, list[str]]]:
+    """For each output, its ``per_output`` atoms with the largest ``|w| * ||d||`` (their scale in
+    the score), as ``{label: dictionary columns}`` and ``{label: captions}`` (the weight's sign)."""
+    if per_output < 1:
+        raise ValueError(f"atoms per output must be >= 1, got {per_output}")
+    scale = np.abs(model.weights) * np.linalg.norm(model.dictionary, axis=0)[:, None]
+    names = ([f"score (> 0: class {model.classes[1]})"] if model.n_outputs == 1
+             else [f"class {label}" for label in model.classes])
+    dictionaries, captions = {}, {}
+    for column, name in enumerate(names):
+        used = np.flatnonzero(model.weights[:, column])
+        if not len(used):
+            continue
+        atoms = used[np.argsort(-scale[used, column], kind="stable")][:per_output]
+        label = f"{name}: {len(atoms)} of its {len(used)} atoms"
+        dictionaries[label] = model.dictionary[:, atoms]
+        captions[label] = ["for" if w > 0 else "against" for w in model.weights[atoms, column]]
+    return dictionaries, captions
+
+
+def model_atoms(model: Model, path: str | os.PathLike, image_shape: tuple[int, ...] | None = None,
+                channels_first: bool = False, per_output: int = ATOMS_PER_ROW) -> Path:
+    """Draw each output's strongest atoms as images, one row per class, captioned with whether the
+    atom votes for or against it. ``image_shape`` defaults to a square grayscale image when the
+    number of features is a perfect square."""
+    path = check_figure_path(path)
+    if image_shape is None:
+        side = math.isqrt(model.n_features)
+        if side * side != model.n_features:
+            raise ValueError(f"{model.n_features} features are not a square image; give the image shape "
+                             f"(e.g. 32x32x3 or 3x32x32 for colour)")
+        image_shape = (side, side)
+    if math.prod(image_shape) != model.n_features:
+        raise ValueError(f"an image of shape {'x'.join(map(str, image_shape))} has {math.prod(image_shape)} "
+                         f"values; the model has {model.n_features} features")
+    dictionaries, captions = strongest_atoms(model, per_output)
+    atoms_as_images(dictionaries, image_shape, path, f"strongest atoms per output ({model.n_atoms} in all)",
+                    max_atoms=per_output, channels_first=channels_first, atom_titles=captions)
+    return path
