@@ -62,12 +62,11 @@ def run_inspect(args: argparse.Namespace) -> int:
 
 
 def _draw_atoms(path: Path, args: argparse.Namespace) -> Path:
-    from lastedge.figures import check_figure_path, model_atoms, parse_image_shape
+    from lastedge.figures import model_atoms, parse_image_shape
     from lastedge.runtime import Model
 
-    figure = check_figure_path(args.atoms)
     shape, channels_first = (None, False) if args.image_shape is None else parse_image_shape(args.image_shape)
-    return model_atoms(Model.load(path), figure, shape, channels_first, args.per_class)
+    return model_atoms(Model.load(path), args.atoms, shape, channels_first, args.per_class)
 
 
 def model_info(path: str | Path) -> dict[str, Any]:
