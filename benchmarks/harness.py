@@ -23,7 +23,7 @@ import numpy as np
 import sklearn
 import torch
 from sklearn.base import BaseEstimator, TransformerMixin
-from sklearn.model_selection import GridSearchCV, StratifiedShuffleSplit, train_test_split
+from sklearn.model_selection import GridSearchCV, train_test_split
 from sklearn.neighbors import KNeighborsClassifier
 from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import FunctionTransformer
@@ -35,6 +35,7 @@ from lastedge.runtime.model import write_atomically
 from lastedge.train import LASTClassifier, SGDSoftThresholdClassifier
 from lastedge.train.baselines import SoftThresholdEncoderSVM
 from lastedge.train.centroids import KMeansCentroidClassifier
+from lastedge.train.selection import choose_mu, holdout_split
 from lastedge.train.sgd import root_mean_square_norm
 from lastedge.train.sparse_coding import SparseCodingSVM
 
@@ -137,14 +138,6 @@ class WidenedGridSearch:
 MU_GRID = (0.0, 0.1, 1.0, 10.0)
 
 
-def mu_scores(estimator: LASTClassifier, grid: tuple[float, ...], X: np.ndarray, y: np.ndarray,
-              cv: Any) -> dict[float, float]:
-    """Held-out accuracy of ``estimator`` at each weight decay ``mu`` of ``grid`` (sorted), averaged
-    over the splits of ``cv`` (folds, or a splitter); nothing is refitted."""
-    search = GridSearchCV(estimator, {"mu": list(grid)}, cv=cv, refit=False).fit(X, y)
-    return {mu: float(score) for mu, score in zip(grid, search.cv_results_["mean_test_score"])}
-
-
 class ValidatedMu:
     """LAST with its weight decay ``mu`` chosen on held-out training rows, never on the test set.
 
@@ -163,14 +156,13 @@ class ValidatedMu:
     def _splits(self) -> Any:
         if self.holdout is None:
             return CV_FOLDS
-        return StratifiedShuffleSplit(n_splits=1, test_size=self.holdout, random_state=self.estimator.random_state)
+        return holdout_split(self.holdout, self.estimator.random_state)
 
     def fit(self, X: np.ndarray, y: np.ndarray, monitor_factory: Callable[[], Any] | None = None) -> ValidatedMu:
         self.scores_: dict[float, float] = {}
         self.monitor_ = None
         if not self.estimator.early_stopping:
-            self.scores_ = mu_scores(self.estimator, self.grid, X, y, self._splits())
-            best_mu = max(self.scores_, key=self.scores_.get)  # ties keep the smaller mu
+            best_mu, self.scores_ = choose_mu(self.estimator, self.grid, X, y, self._splits())
             self.best_estimator_ = sklearn.clone(self.estimator).set_params(mu=best_mu).fit(X, y)
         else:
             for mu in self.grid:

@@ -30,12 +30,13 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from sklearn.model_selection import StratifiedShuffleSplit, train_test_split
+from sklearn.model_selection import train_test_split
 
 import harness
 from lastedge.runtime import bench
 from lastedge.train import LASTClassifier
 from lastedge.train.objective import HINGES
+from lastedge.train import selection
 from paper_data import DEFAULT_DATA, digits_task
 
 PREPROCESS = "center-l2"
@@ -81,12 +82,12 @@ def choose_mu(multiclass: str, total_atoms: int, data: tuple[np.ndarray, ...],
     """The weight decay in ``args.mu_grid`` whose model, fitted on 90 % of the training rows, is
     most accurate on the other 10 % (stratified; ties keep the smaller mu). The test set plays no part."""
     X_train, y_train = data[0], data[1]
-    holdout = StratifiedShuffleSplit(n_splits=1, test_size=0.1, random_state=args.seed)
     estimator = build(multiclass, total_atoms, len(np.unique(y_train)), args, mu=0.0)
-    scores = harness.mu_scores(estimator, tuple(sorted(args.mu_grid)), X_train, y_train, holdout)
+    best, scores = selection.choose_mu(estimator, args.mu_grid, X_train, y_train,
+                                       selection.holdout_split(0.1, args.seed))
     print(f"  {multiclass} T={total_atoms}: hold-out accuracy % by mu: "
           + ", ".join(f"{mu:g}: {100 * score:.2f}" for mu, score in scores.items()), file=sys.stderr, flush=True)
-    return max(scores, key=scores.get), scores
+    return best, scores
 
 
 def latency(model, folder: Path) -> dict[str, float]:

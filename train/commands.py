@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import dataclasses
 import json
 import sys
@@ -116,7 +117,7 @@ def run_train(args: argparse.Namespace) -> int:
     data = load_dataset(args.data, label_column=args.label_column, random_state=args.seed)
     selection = None
     if args.mu is not None and len(args.mu) > 1:
-        selection = choose_mu(estimator, args.mu, data.X_train, data.y_train, args.seed)
+        selection = choose_mu_on_holdout(estimator, args.mu, data.X_train, data.y_train, args.seed)
         estimator.set_params(mu=selection["mu"])
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", ConvergenceWarning)
@@ -168,29 +169,22 @@ def make_estimator(args: argparse.Namespace) -> Any:
     return SGDSoftThresholdClassifier(**common, optimizer=args.method, **extra)
 
 
-def choose_mu(estimator: Any, grid: list[float], X: np.ndarray, y: np.ndarray, seed: int,
-              holdout: float = MU_HOLDOUT) -> dict[str, Any]:
-    """Fit ``estimator`` with each ``mu`` of ``grid`` on ``1 - holdout`` of the rows (stratified) and
-    return ``{"mu", "holdout_fraction", "holdout_accuracy": {mu: accuracy}}``; ties keep the smaller mu."""
-    from sklearn.base import clone
+def choose_mu_on_holdout(estimator: Any, grid: list[float], X: np.ndarray, y: np.ndarray,
+                        seed: int) -> dict[str, Any]:
+    """``{"mu", "holdout_fraction", "holdout_accuracy": {mu: accuracy}}``: each ``mu`` of ``grid``
+    fitted on ``1 - MU_HOLDOUT`` of the rows (stratified) and scored on the rest."""
     from sklearn.exceptions import ConvergenceWarning
-    from sklearn.model_selection import train_test_split
 
-    try:
-        X_fit, X_held, y_fit, y_held = train_test_split(X, y, test_size=holdout, stratify=y, random_state=seed)
-    except ValueError as error:
-        raise ValueError(f"choosing mu needs a {holdout:.0%} hold-out with every class: {error}") from None
-    accuracy = {}
-    for mu in grid:
-        candidate = clone(estimator).set_params(mu=mu)
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", ConvergenceWarning)  # the final fit reports its own
-            candidate.fit(X_fit, y_fit)
-        accuracy[mu] = float(candidate.score(X_held, y_held))
-        if estimator.verbose:
-            print(f"lastedge train: mu = {mu:g}: {accuracy[mu]:.2%} on the hold-out", file=sys.stderr)
-    best = max(sorted(grid), key=lambda mu: accuracy[mu])
-    return {"mu": best, "holdout_fraction": holdout, "holdout_accuracy": accuracy}
+    from .selection import choose_mu, holdout_split
+
+    if min(np.unique(y, return_counts=True)[1]) < 2:
+        raise ValueError(f"choosing mu needs a {MU_HOLDOUT:.0%} hold-out with every class, and a class "
+                         "has only 1 training row")
+    with warnings.catch_warnings(), contextlib.redirect_stdout(sys.stderr):  # progress, not output
+        warnings.simplefilter("ignore", ConvergenceWarning)  # the final fit reports its own
+        best, accuracy = choose_mu(estimator, grid, X, y, holdout_split(MU_HOLDOUT, seed),
+                                   verbose=3 if estimator.verbose else 0)
+    return {"mu": best, "holdout_fraction": MU_HOLDOUT, "holdout_accuracy": accuracy}
 
 
 def _mu_values(text: str) -> list[float]:
