@@ -195,3 +195,35 @@ def model_atoms(model: Model, path: str | os.PathLike, image_shape: tuple[int, .
     atoms_as_images(dictionaries, image_shape, path, f"strongest atoms per output ({model.n_atoms} in all)",
                     max_atoms=per_output, channels_first=channels_first, atom_titles=captions)
     return path
+
+
+def latency_chart(rows: list[dict], path: str | os.PathLike) -> Path:
+    """``lastedge bench`` results as bars: per batch size, each file's median call time, with a
+    line out to its p99 and a tick at its p90 (``rows`` as ``lastedge.runtime.bench`` returns them)."""
+    path = check_figure_path(path)
+    if not rows:
+        raise ValueError("no bench results to draw")
+    batch_sizes = sorted({b["batch_size"] for row in rows for b in row["batches"]})
+    names = [f"{Path(row['file']).name}\n{row['backend']} {row['precision']}, {row['threads']} thr" for row in rows]
+    fig = new_figure((4.2 * len(batch_sizes) + 1.6, 0.55 * len(rows) + 1.6))
+    axes = np.atleast_1d(fig.subplots(1, len(batch_sizes), sharey=True))
+    for ax, size in zip(axes, batch_sizes):
+        for y, row in enumerate(rows):
+            timing = next((b for b in row["batches"] if b["batch_size"] == size), None)
+            if timing is None:
+                continue
+            p50, p90, p99 = timing["p50_us"], timing["p90_us"], timing["p99_us"]
+            ax.barh(y, p50, color=f"C{y % 10}", alpha=0.8)
+            ax.plot([p50, p99], [y, y], color="black", linewidth=1)
+            ax.plot([p90], [y], marker="|", color="black", markersize=10)
+            ax.annotate(f"{p50:.3g}", (p50, y), xytext=(3, 6), textcoords="offset points", fontsize=7)
+        ax.set_title(f"batch {size}", fontsize=10)
+        ax.set_xlabel("us per call: p50 bar, p90 tick, line to p99")
+        ax.grid(True, axis="x", alpha=0.3)
+    axes[0].set_yticks(range(len(rows)), names, fontsize=8)
+    axes[0].invert_yaxis()
+    machine = rows[0].get("machine", {})
+    fig.suptitle(f"latency on {machine.get('cpu', 'this machine')} "
+                 f"({machine.get('usable_cores', '?')} of {machine.get('cores', '?')} cores usable)", fontsize=10)
+    save_figure(fig, path)
+    return path

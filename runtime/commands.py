@@ -27,15 +27,28 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--backend", default=None,
                         help="force a backend: numpy, onnxruntime, litert, tflite_runtime")
     parser.add_argument("--json", action="store_true", help="print JSON, one object per file")
+    parser.add_argument("--plot", default=None, metavar="PATH",
+                        help="also draw the latencies (p50, p90, p99 per file and batch size) to this "
+                             ".png/.pdf/.svg file (needs matplotlib)")
     parser.set_defaults(func=run_bench)
 
 
 def run_bench(args: argparse.Namespace) -> int:
     from .bench import bench, format_table
 
+    if args.plot is not None:  # checked before measuring, which can take minutes
+        from lastedge.figures import check_figure_path
+
+        check_figure_path(args.plot)
     rows = bench(args.files, batch_sizes=args.batch, runs=args.runs, seconds=args.seconds,
                  warmup=args.warmup, threads=args.threads, backend=args.backend, cpus=args.cpus)
     print(json.dumps(rows, indent=2) if args.json else format_table(rows))
+    if args.plot is not None:
+        from lastedge.figures import latency_chart
+
+        chart = latency_chart(rows, args.plot)
+        if not args.json:
+            print(f"latency chart: {chart}")
     return 0
 
 

@@ -9,7 +9,7 @@ import pytest
 
 pytest.importorskip("matplotlib", reason="the figures need the plot extra")
 
-from lastedge.figures import (_atom_images, atoms_as_images, model_atoms, parse_image_shape,
+from lastedge.figures import (_atom_images, atoms_as_images, latency_chart, model_atoms, parse_image_shape,
                               strongest_atoms)
 from lastedge.runtime import Model
 
@@ -112,3 +112,18 @@ def test_atoms_as_images_rejects_bad_input(tmp_path, kwargs, match):
                  "path": tmp_path / "atoms.png", "title": "bad", **kwargs}
     with pytest.raises(ValueError, match=match):
         atoms_as_images(**arguments)
+
+
+def bench_row(name: str, batches: dict[int, tuple[float, float, float]]) -> dict:
+    return {"file": f"/models/{name}", "backend": "numpy", "precision": "fp32", "threads": 1,
+            "machine": {"cpu": "test CPU", "cores": 4, "usable_cores": 1},
+            "batches": [{"batch_size": size, "p50_us": p50, "p90_us": p90, "p99_us": p99}
+                        for size, (p50, p90, p99) in batches.items()]}
+
+
+def test_latency_chart(tmp_path):
+    rows = [bench_row("a.npz", {1: (10, 12, 30), 64: (100, 120, 300)}),
+            bench_row("b.tflite", {1: (8, 9, 11)})]  # not measured at batch 64: left empty there
+    assert_png(latency_chart(rows, tmp_path / "latency.png"))
+    with pytest.raises(ValueError, match="no bench results to draw"):
+        latency_chart([], tmp_path / "empty.png")

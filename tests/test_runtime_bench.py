@@ -94,12 +94,25 @@ def test_cli_bench_table_and_json(paths, capsys):
     assert row["threads"] == 2 and row["batches"][0]["count"] == 4
 
 
+def test_cli_bench_draws_the_latencies(paths, capsys, tmp_path):
+    pytest.importorskip("matplotlib")
+    files = [str(p) for p in paths.values()]
+    assert main(["bench", *files, "--runs", "5", "--batch", "1,3", "--warmup", "1",
+                 "--plot", str(tmp_path / "latency.png")]) == 0
+    assert capsys.readouterr().out.endswith(f"latency chart: {tmp_path / 'latency.png'}\n")
+    assert (tmp_path / "latency.png").read_bytes()[:4] == b"\x89PNG"
+    assert main(["bench", files[0], "--runs", "3", "--json", "--plot", str(tmp_path / "l.svg")]) == 0
+    json.loads(capsys.readouterr().out)  # the chart's path does not spoil the JSON
+    assert "<svg" in (tmp_path / "l.svg").read_text()
+
+
 @pytest.mark.parametrize("argv, message", [
     (["bench", "missing.npz"], "No such file"),
     (["bench", "{npz}", "--batch", "0"], "batch sizes must be positive"),
     (["bench", "{npz}", "--threads", "0"], "threads must be a positive integer"),
     (["bench", "{npz}", "--backend", "litert"], "cannot run a .npz file"),
     (["bench", "{npz}", "--cpus", "4096"], "cannot pin to cpus"),
+    (["bench", "{npz}", "--plot", "latency.jpeg"], "the figure must be a .png, .pdf, .svg file"),
 ])
 def test_cli_errors_print_one_line_and_exit_1(paths, capsys, argv, message):
     argv = [a.format(npz=paths["m.npz"]) for a in argv]
