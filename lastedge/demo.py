@@ -48,7 +48,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                     "each file and benchmark them at batch 1. Takes 30-60 s on 2 cores.")
     parser.add_argument("--quick", action="store_true", help="tiny settings (seconds; for tests)")
     parser.add_argument("--out", metavar="DIR",
-                        help="keep the exported files in DIR (default: a temporary folder)")
+                        help="keep the exported files in DIR, with figures of LAST's training curve, "
+                             "atoms and latencies when matplotlib is installed (default: a temporary "
+                             "folder, no figures)")
     parser.set_defaults(func=run_demo)
 
 
@@ -69,8 +71,11 @@ def run_demo(args: argparse.Namespace) -> int:
           "BLAS thread; sparsity: share of zero features on them")
     print(f"\nexport to {args.out}" if args.out else
           "\nexport to a temporary folder (--out DIR keeps the files)")
+    last = candidates[0][1]
     with output_folder(args.out) as folder:
-        export_and_bench(candidates[0][1].to_model(), data, folder, settings)  # LAST
+        bench_rows = export_and_bench(last.to_model(), data, folder, settings)
+        if args.out:
+            draw_figures(last, bench_rows, folder)
     print(f"demo took {time.perf_counter() - start:.0f} s")
     return 0
 
@@ -122,9 +127,9 @@ def measure(name: str, estimator: Any, data: Any) -> tuple[str, ...]:
     return name, f"{error:.2f}", f"{fit_s:.1f}", f"{predict_ms:.1f}", sparsity
 
 
-def export_and_bench(model: Any, data: Any, folder: Path, settings: Settings) -> None:
+def export_and_bench(model: Any, data: Any, folder: Path, settings: Settings) -> list[dict[str, Any]]:
     """Save ``model``, export it in every format and precision (when lastedge[export] is
-    installed), print sizes and parity, then bench every file at batch 1."""
+    installed), print sizes and parity, then bench every file at batch 1; returns the bench rows."""
     from lastedge.export import export_all
     from lastedge.runtime import bench, format_table
 
@@ -140,7 +145,25 @@ def export_and_bench(model: Any, data: Any, folder: Path, settings: Settings) ->
     print(table(("file", "KiB", "max score error", "agreement", "accuracy"), rows))
     files = [npz] + [Path(r["path"]) for r in exported]
     print()
-    print(format_table(bench(files, batch_sizes=(1,), runs=settings.bench_runs, X=data.X_test)))
+    rows = bench(files, batch_sizes=(1,), runs=settings.bench_runs, X=data.X_test)
+    print(format_table(rows))
+    return rows
+
+
+def draw_figures(last: Any, bench_rows: list[dict[str, Any]], folder: Path) -> None:
+    """LAST's training curve, its atoms and the latencies as PNGs in ``folder`` (with matplotlib)."""
+    try:
+        import matplotlib  # noqa: F401
+    except ImportError:
+        print("\nfigures skipped: matplotlib is not installed (pip install 'lastedge[plot]')")
+        return
+    from lastedge.figures import latency_chart, model_atoms
+    from lastedge.train import plot_training_curve
+
+    paths = [plot_training_curve(last, folder / "digits_training_curve.png"),
+             model_atoms(last.to_model(), folder / "digits_atoms.png"),
+             latency_chart(bench_rows, folder / "digits_latency.png")]
+    print("\nfigures: " + ", ".join(path.name for path in paths))
 
 
 @contextlib.contextmanager

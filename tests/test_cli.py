@@ -204,18 +204,23 @@ def test_demo_quick(capsys, tmp_path):
         assert (tmp_path / name).is_file()
         assert len(re.findall(rf"^{re.escape(name)}\s", exports, re.M)) == 2  # export and bench rows
     assert "p50 us" in exports and "demo took" in exports
+    figures = ("digits_training_curve.png", "digits_atoms.png", "digits_latency.png")
+    assert f"figures: {', '.join(figures)}" in exports
+    assert all((tmp_path / name).read_bytes()[:4] == b"\x89PNG" for name in figures)
 
 
-def test_demo_without_export_extra_still_benchmarks_the_npz(capsys, tmp_path, monkeypatch):
+def test_demo_without_export_or_plot_extras_still_benchmarks_the_npz(capsys, tmp_path, monkeypatch):
     import lastedge.export
 
     def missing(*args, **kwargs):
         raise ImportError('onnx is not installed: pip install "lastedge[export]"')
 
     monkeypatch.setattr(lastedge.export, "export_all", missing)
+    monkeypatch.setitem(sys.modules, "matplotlib", None)  # and no plot extra
     code, out, _ = run(capsys, "demo", "--quick", "--out", tmp_path)
     assert code == 0
     assert 'export skipped: onnx is not installed: pip install "lastedge[export]"' in out
+    assert "figures skipped: matplotlib is not installed (pip install 'lastedge[plot]')" in out
     assert re.search(r"^digits\.npz\s+numpy", out, re.M)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["digits.npz"]
 
