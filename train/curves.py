@@ -58,7 +58,7 @@ def plot_training_curve(estimator: LASTClassifier | SGDSoftThresholdClassifier,
     ax.grid(True, which="both", alpha=0.3)
     scored = [row for row in rows if "validation_accuracy" in row]
     if scored:
-        accuracy = fig.axes[0].twinx()
+        accuracy = ax.twinx()
         accuracy.plot([row["iteration"] for row in scored],
                       [100 * row["validation_accuracy"] for row in scored], marker="s", markersize=3,
                       color="C1")
