@@ -153,6 +153,11 @@ def test_train_chooses_mu_on_a_hold_out(capsys, tmp_path):
     meta = Model.load(tmp_path / "m.npz").meta
     assert meta["params"]["mu"] == selection["mu"] and meta["mu_selection"]["mu"] == selection["mu"]
 
+    loud = [a for a in TINY if a != "--quiet"]  # progress on: it must go to stderr, not into the JSON
+    code, out, err = run(capsys, "train", "--data", "digits", *loud, "--mu", "0,1", "--json", "--out", tmp_path / "m.npz")
+    assert code == 0 and json.loads(out)["mu_selection"]["holdout_fraction"] == 0.1
+    assert "Fitting 1 folds for each of 2 candidates" in err
+
 
 @pytest.mark.parametrize("value", ["0,1,1", "1,x", "-1", "nan"])
 def test_bad_mu_grid_is_a_usage_error(capsys, tmp_path, value):
