@@ -62,7 +62,7 @@ def save_figure(fig: Figure, path: str | os.PathLike) -> Path:
 
 def atoms_as_images(dictionaries: dict[str, np.ndarray], image_shape: tuple[int, ...], path: Path,
                     title: str, max_atoms: int = 30, *, channels_first: bool = False,
-                    atom_titles: dict[str, list[str]] | None = None) -> None:
+                    atom_titles: dict[str, list[str]] | None = None) -> Path:
     """The atoms (columns) of each dictionary as small images, one block of rows per label.
 
     ``dictionaries`` maps a label to a dictionary [n_features, N]. ``image_shape`` is the shape
@@ -109,7 +109,7 @@ def atoms_as_images(dictionaries: dict[str, np.ndarray], image_shape: tuple[int,
             if captions is not None:
                 ax.set_xlabel(captions[j], fontsize=7, labelpad=1)
     fig.suptitle(title)
-    save_figure(fig, path)
+    return save_figure(fig, path)
 
 
 def _stored_shape(image_shape: tuple[int, ...], channels_first: bool) -> tuple[int, ...]:
@@ -181,7 +181,6 @@ def model_atoms(model: Model, path: str | os.PathLike, image_shape: tuple[int, .
     """Draw each output's strongest atoms as images, one row per class, captioned with whether the
     atom votes for or against it. ``image_shape`` defaults to a square grayscale image when the
     number of features is a perfect square."""
-    path = check_figure_path(path)
     if image_shape is None:
         side = math.isqrt(model.n_features)
         if side * side != model.n_features:
@@ -192,15 +191,13 @@ def model_atoms(model: Model, path: str | os.PathLike, image_shape: tuple[int, .
         raise ValueError(f"an image of shape {'x'.join(map(str, image_shape))} has {math.prod(image_shape)} "
                          f"values; the model has {model.n_features} features")
     dictionaries, captions = strongest_atoms(model, per_output)
-    atoms_as_images(dictionaries, image_shape, path, f"strongest atoms per output ({model.n_atoms} in all)",
-                    max_atoms=per_output, channels_first=channels_first, atom_titles=captions)
-    return path
+    return atoms_as_images(dictionaries, image_shape, path, f"strongest atoms per output ({model.n_atoms} in all)",
+                           max_atoms=per_output, channels_first=channels_first, atom_titles=captions)
 
 
 def latency_chart(rows: list[dict], path: str | os.PathLike) -> Path:
     """``lastedge bench`` results as bars: per batch size, each file's median call time, with a
     line out to its p99 and a tick at its p90 (``rows`` as ``lastedge.runtime.bench`` returns them)."""
-    path = check_figure_path(path)
     if not rows:
         raise ValueError("no bench results to draw")
     batch_sizes = sorted({b["batch_size"] for row in rows for b in row["batches"]})
@@ -225,5 +222,4 @@ def latency_chart(rows: list[dict], path: str | os.PathLike) -> Path:
     machine = rows[0].get("machine", {})
     fig.suptitle(f"latency on {machine.get('cpu', 'this machine')} "
                  f"({machine.get('usable_cores', '?')} of {machine.get('cores', '?')} cores usable)", fontsize=10)
-    save_figure(fig, path)
-    return path
+    return save_figure(fig, path)

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any, Iterable
 
 MAX_CLASSES_SHOWN = 12
+ATOMS_PER_CLASS = 10  # --per-class default
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -30,8 +31,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--image-shape", metavar="SHAPE", default=None,
                         help="with --atoms: how a row is an image, HxW, HxWx3 or 3xHxW (channels first); "
                              "default: square grayscale when the feature count is a square")
-    parser.add_argument("--per-class", type=int, default=10, metavar="K",
-                        help="with --atoms: atoms drawn per class (default 10)")
+    parser.add_argument("--per-class", type=int, default=ATOMS_PER_CLASS, metavar="K",
+                        help=f"with --atoms: atoms drawn per class (default {ATOMS_PER_CLASS})")
     parser.set_defaults(func=run_inspect)
 
 
@@ -42,7 +43,7 @@ def run_inspect(args: argparse.Namespace) -> int:
     path = Path(args.file)
     if not path.is_file():
         raise FileNotFoundError(f"no such file: {path}")
-    if args.atoms is None and (args.image_shape is not None or args.per_class != 10):
+    if args.atoms is None and (args.image_shape is not None or args.per_class != ATOMS_PER_CLASS):
         raise ValueError("--image-shape and --per-class apply to --atoms only")
     if sniff(path) == "npz":
         info = model_info(path)

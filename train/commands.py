@@ -153,7 +153,7 @@ def make_estimator(args: argparse.Namespace) -> Any:
               "verbose": 0 if args.quiet else 1, "device": args.device, "n_jobs": args.threads}
     common.update({k: v for k, v in (("nu", args.nu), ("batch_size", args.batch_size)) if v is not None})
     last_only = {"inner_solver": args.inner_solver, "max_dca_iter": args.max_dca_iter,
-                 "inner_iter": args.inner_iter, "mu": args.mu and args.mu[0], "multiclass": args.multiclass,
+                 "inner_iter": args.inner_iter, "mu": None if args.mu is None else args.mu[0], "multiclass": args.multiclass,
                  "hinge": args.hinge, "early_stopping": args.early_stopping or None}
     if args.method == "last":
         if args.max_iter is not None:
