@@ -26,6 +26,13 @@ _COMMAND_MODULES = (
 
 USER_ERRORS = (ValueError, TypeError, ImportError, OSError, zipfile.BadZipFile, KeyError)
 
+# Third-party module -> the extra that installs it, for "not installed" errors (pyproject.toml).
+EXTRA_OF_MODULE = {
+    "torch": "train", "sklearn": "train", "scipy": "train", "tqdm": "train",
+    "onnx": "export", "flatbuffers": "export", "tflite": "export",
+    "onnxruntime": "onnx", "ai_edge_litert": "tflite", "matplotlib": "plot",
+}
+
 
 class CommandError(Exception):
     """An error a command reports to the user as one line."""
@@ -56,9 +63,16 @@ def main(argv: Sequence[str] | None = None) -> int:
         print("lastedge: interrupted", file=sys.stderr)
         return 130
     except (CommandError, *USER_ERRORS) as err:
-        message = str(err).splitlines()[0] if str(err) else type(err).__name__
-        print(f"lastedge {args.command}: error: {message}", file=sys.stderr)
+        print(f"lastedge {args.command}: error: {_one_line(err)}", file=sys.stderr)
         return 1
+
+
+def _one_line(err: BaseException) -> str:
+    """The first line of ``err``; a missing third-party module names the extra to install."""
+    module = (getattr(err, "name", None) or "").split(".")[0]
+    if isinstance(err, ModuleNotFoundError) and module in EXTRA_OF_MODULE:
+        return f"{module} is not installed: pip install 'lastedge[{EXTRA_OF_MODULE[module]}]'"
+    return str(err).splitlines()[0] if str(err) else type(err).__name__
 
 
 if __name__ == "__main__":  # pragma: no cover

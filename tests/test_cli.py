@@ -290,6 +290,16 @@ def test_user_errors_are_one_line(capsys, bad_files, tiny_model_file, argv, mess
     assert not (bad_files / "m.npz").exists()
 
 
+def test_a_missing_extra_is_named(capsys, tmp_path, tiny_model_file, monkeypatch):
+    from lastedge.export import to_onnx
+
+    path = to_onnx(Model.load(tiny_model_file), tmp_path / "m.onnx")
+    monkeypatch.setitem(sys.modules, "onnx", None)  # as on a device with onnxruntime only
+    code, _, err = run(capsys, "inspect", path)
+    assert code == 1
+    assert err == "lastedge inspect: error: onnx is not installed: pip install 'lastedge[export]'\n"
+
+
 def test_console_script_help():
     script = Path(sys.executable).parent / "lastedge"
     result = subprocess.run([str(script), "--help"], capture_output=True, text=True, timeout=120)

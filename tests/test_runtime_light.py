@@ -1,4 +1,8 @@
-"""The runtime stays light: no heavy imports, and ``pip install .`` with no extras pulls numpy only."""
+"""The runtime stays light: no heavy imports, and ``pip install .`` with no extras pulls numpy only.
+
+That bare install is a device's: its ``lastedge`` command must predict, bench and inspect ``.npz``
+models, and name the extra to install for the workstation commands.
+"""
 
 from __future__ import annotations
 
@@ -42,3 +46,23 @@ def test_plain_pip_install_pulls_numpy_only(tmp_path):
     installed = {p["name"].lower() for p in json.loads(listed)} - {"pip", "setuptools", "wheel"}
     assert installed == {"lastedge", "numpy"}
     assert _heavy_modules_after_import(python, tmp_path, cwd=tmp_path) == []
+    _check_device_commands(tmp_path / "venv" / "bin" / "lastedge", tmp_path)
+
+
+def _check_device_commands(lastedge: Path, tmp_path: Path) -> None:
+    """The numpy-only ``lastedge``: device commands work, workstation ones fail in one line."""
+    (tmp_path / "rows.csv").write_text("1,0,0,0\n0,1,0,1\n0,0,1,0\n")
+
+    def run(*args: str) -> subprocess.CompletedProcess:
+        return subprocess.run([str(lastedge), *args], capture_output=True, text=True, cwd=tmp_path,
+                              timeout=120)
+
+    for args in (["--help"], ["inspect", "m.npz"], ["bench", "m.npz", "--runs", "5", "--batch", "1"]):
+        done = run(*args)
+        assert done.returncode == 0, (args, done.stderr)
+    done = run("predict", "m.npz", "--data", "rows.csv")  # the model answers class 0 for all three
+    assert done.returncode == 0 and "accuracy 66.67% on 3 rows" in done.stdout, done.stderr
+    done = run("train", "--data", "rows.csv", "--atoms", "2", "--out", "x.npz")
+    assert done.returncode == 1 and "Traceback" not in done.stderr
+    assert done.stderr.strip().endswith("pip install 'lastedge[train]'")
+    assert not (tmp_path / "x.npz").exists()
