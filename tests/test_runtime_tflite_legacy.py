@@ -6,10 +6,13 @@ tflite_runtime, lastedge); skipped where ``tflite_runtime`` is not installed.
 
 from __future__ import annotations
 
+import json
+
 import numpy as np
 import pytest
 from test_runtime_backends import assert_parity, blobs, hard_rows, prototype_model
 
+from lastedge.cli import main
 from lastedge.export import to_tflite
 from lastedge.runtime import load
 from lastedge.runtime.loading import _installed
@@ -38,3 +41,14 @@ def test_legacy_interpreter_is_the_default_without_litert(tmp_path):
     X, y = blobs()
     path = to_tflite(prototype_model(X, y), tmp_path / "m.tflite")
     assert load(path).backend == "tflite_runtime"
+
+
+def test_predict_command_runs_in_the_device_environment(tmp_path, capsys):
+    """This venv is a 32-bit Pi's: numpy < 2 and tflite_runtime, no torch or scikit-learn."""
+    X, y = blobs(rows=60)
+    path = to_tflite(prototype_model(X, y), tmp_path / "m.tflite")
+    np.savetxt(tmp_path / "rows.csv", np.c_[X, y], delimiter=",", fmt="%.9g")
+    assert main(["predict", str(path), "--data", str(tmp_path / "rows.csv"), "--json"]) == 0
+    result = json.loads(capsys.readouterr().out)
+    assert result["rows"] == 60 and result["accuracy"] >= 0.9
+    assert result["predictions"] == load(path, backend="tflite_runtime").predict(X).tolist()
