@@ -84,9 +84,17 @@ def test_train_and_predict_on_csv_with_string_labels(capsys, tmp_path, digits_da
     assert result["accuracy"] > 0.5  # three easy classes, even with 2 atoms each
 
     rows = write_digits_csv(tmp_path / "rows.csv", digits_data, with_labels=False)
-    code, out, _ = run(capsys, "predict", model_file, "--data", rows, "--no-labels")
+    code, out, _ = run(capsys, "predict", model_file, "--data", rows, "--no-labels",
+                       "--out", tmp_path / "predictions.csv")
     assert code == 0 and "accuracy" not in out
     assert out.startswith("predictions (first 10 of 150): ")
+
+    written = np.genfromtxt(tmp_path / "predictions.csv", delimiter=",", dtype=str)
+    classes = Model.load(model_file).classes.tolist()
+    assert written[0].tolist() == ["prediction", *(f"score_{c}" for c in classes)]
+    assert written[1:, 0].tolist() == result["predictions"]
+    scores = written[1:, 1:].astype(float)
+    np.testing.assert_array_equal(np.array(classes)[scores.argmax(axis=1)], written[1:, 0])
 
 
 @pytest.mark.parametrize("method", ["sgd", "adam"])
@@ -268,6 +276,7 @@ def bad_files(tmp_path):
     (["predict", "{model}", "--data", "{d}/narrow.csv"], "X has 2 features, the model expects 64"),
     (["predict", "{model}", "--data", "digits", "--no-labels"],
      "--no-labels applies to CSV files only"),
+    (["predict", "{model}", "--data", "digits", "--out", "{d}/m.npz"], "--out must name a .csv file"),
     (["inspect", "{d}/corrupt.npz"], "not a readable lastedge model file"),
     (["inspect", "{d}/notes.txt"], "notes.txt is not a model file"),
     (["inspect", "{d}/missing.npz"], "no such file"),
@@ -277,7 +286,7 @@ def bad_files(tmp_path):
     (["inspect", "{model}", "--atoms", "{d}/a.png", "--image-shape", "8by8"], "image shape must be HxW"),
 ], ids=["missing-data", "zero-atoms", "out-not-npz", "out-folder", "unknown-data-format",
         "option-of-other-method", "options-of-other-method", "hinge-without-shared", "mu-grid-class-too-small", "bad-device",
-        "zero-threads", "plot-format", "plot-folder", "corrupt-model", "wrong-width", "no-labels-not-csv",
+        "zero-threads", "plot-format", "plot-folder", "corrupt-model", "wrong-width", "no-labels-not-csv", "predictions-not-csv",
         "inspect-corrupt", "inspect-unknown-format", "inspect-missing", "per-class-without-atoms",
         "image-shape-wrong-size", "image-shape-unreadable"])
 def test_user_errors_are_one_line(capsys, bad_files, tiny_model_file, argv, message):

@@ -89,7 +89,8 @@ def _register_predict(subparsers: argparse._SubParsersAction) -> None:
                     "'digits' and .npz archives give their held-out part (X_test/y_test; digits "
                     "split as by 'train --seed 0'), or X_train/y_train when there is none; a CSV "
                     "gives all its rows, with a label column unless --no-labels. Prints the "
-                    "accuracy when labels are known and the first predictions (all with --json).")
+                    "accuracy when labels are known and the first predictions (all with --json "
+                    "or --out).")
     p.add_argument("model", help="model file (.npz, .onnx or .tflite)")
     p.add_argument("--data", required=True, metavar="PATH|digits", help="rows to classify")
     p.add_argument("--label-column", default="-1", metavar="C",
@@ -97,6 +98,8 @@ def _register_predict(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--no-labels", action="store_true",
                    help="the CSV has feature columns only (no accuracy is printed)")
     p.add_argument("--json", action="store_true", help="print JSON with every prediction")
+    p.add_argument("--out", metavar="PATH", default=None,
+                   help="also write every row's prediction and scores to this .csv file")
     p.set_defaults(func=run_predict)
 
 
@@ -111,7 +114,7 @@ def run_train(args: argparse.Namespace) -> int:
     from .curves import plot_training_curve, training_curve
     from .data import load_dataset
 
-    out = _check_out(args.out)
+    out = _check_out(args.out, ".npz")
     figure = None if args.plot is None else check_figure_path(args.plot)
     estimator = make_estimator(args)
     data = load_dataset(args.data, label_column=args.label_column, random_state=args.seed)
@@ -198,10 +201,10 @@ def _mu_values(text: str) -> list[float]:
     return values
 
 
-def _check_out(out: str) -> Path:
+def _check_out(out: str, suffix: str) -> Path:
     path = Path(out)
-    if path.suffix != ".npz":
-        raise ValueError(f"--out must name a .npz file, got {path.name!r}")
+    if path.suffix.lower() != suffix:
+        raise ValueError(f"--out must name a {suffix} file, got {path.name!r}")
     if not path.parent.is_dir():
         raise ValueError(f"--out folder {path.parent} does not exist")
     return path
@@ -252,20 +255,44 @@ def _summary_fields(summary: dict[str, Any]) -> list[tuple[str, str]]:
 def run_predict(args: argparse.Namespace) -> int:
     """``lastedge predict``: classify rows, print accuracy (with labels) and predictions."""
     from lastedge.runtime import load
+    from lastedge.runtime.model import labels_from_scores
 
+    out = None if args.out is None else _check_out(args.out, ".csv")
     predictor = load(args.model)
     X, y, source = _predict_rows(args)
-    labels = predictor.predict(X)
+    scores = predictor.decision_function(X)
+    labels = labels_from_scores(predictor.classes, scores)
     accuracy = None if y is None else float(np.mean(labels == y))
+    if out is not None:
+        _write_predictions(out, predictor.classes, labels, scores)
     if args.json:
         print(json.dumps({"model": args.model, "data": source, "rows": len(labels),
-                          "accuracy": accuracy, "predictions": labels.tolist()}, indent=2))
+                          "accuracy": accuracy, "predictions": labels.tolist(),
+                          **({"out": str(out)} if out else {})}, indent=2))
         return 0
     if accuracy is not None:
         print(f"accuracy {accuracy:.2%} on {len(labels)} rows ({source})")
     shown = " ".join(map(str, labels[:SHOWN_PREDICTIONS].tolist()))
     print(f"predictions (first {min(SHOWN_PREDICTIONS, len(labels))} of {len(labels)}): {shown}")
+    if out is not None:
+        print(f"wrote {out}: prediction and scores of every row")
     return 0
+
+
+def _write_predictions(path: Path, classes: np.ndarray, labels: np.ndarray, scores: np.ndarray) -> None:
+    """CSV, one line per row: the label, then the scores (binary: one score, > 0 means classes[1])."""
+    import csv
+    import io
+
+    from lastedge.runtime import write_atomically
+
+    names = ["score"] if scores.ndim == 1 else [f"score_{c}" for c in classes.tolist()]
+    text = io.StringIO()
+    writer = csv.writer(text, lineterminator="\n")
+    writer.writerow(["prediction", *names])
+    writer.writerows([label, *(f"{v:.6g}" for v in np.atleast_1d(row))]
+                     for label, row in zip(labels.tolist(), scores))
+    write_atomically(path, lambda f: f.write(text.getvalue().encode("utf-8")))
 
 
 def _predict_rows(args: argparse.Namespace) -> tuple[np.ndarray, np.ndarray | None, str]:
