@@ -1,4 +1,5 @@
 """Figures a user looks at rather than reads: a model's atoms as images (``lastedge inspect --atoms``),
+the latency chart (``lastedge bench --plot``), the confusion matrix (``lastedge predict --plot``),
 and the canvas and atomic writing that every lastedge figure shares.
 
 Figures are drawn on the Agg canvas directly, without pyplot, so no display is needed and no global
@@ -222,4 +223,31 @@ def latency_chart(rows: list[dict], path: str | os.PathLike) -> Path:
     machine = rows[0].get("machine", {})
     fig.suptitle(f"latency on {machine.get('cpu', 'this machine')} "
                  f"({machine.get('usable_cores', '?')} of {machine.get('cores', '?')} cores usable)", fontsize=10)
+    return save_figure(fig, path)
+
+
+def confusion_chart(matrix: np.ndarray, labels: list, path: str | os.PathLike, title: str = "") -> Path:
+    """A confusion matrix (rows: true label, columns: predicted) as a heat map of each true label's
+    share, with the counts written in the cells (up to 20 labels)."""
+    matrix = np.asarray(matrix)
+    if matrix.ndim != 2 or matrix.shape != (len(labels), len(labels)):
+        raise ValueError(f"matrix must be {len(labels)} x {len(labels)} for {len(labels)} labels, "
+                         f"got shape {matrix.shape}")
+    shares = matrix / np.maximum(matrix.sum(axis=1, keepdims=True), 1)
+    side = min(1.6 + 0.45 * len(labels), 14)
+    fig = new_figure((side + 1.2, side))
+    ax = fig.subplots()
+    image = ax.imshow(shares, cmap="Blues", vmin=0, vmax=1)
+    fig.colorbar(image, ax=ax, label="share of the true label's rows", shrink=0.8)
+    ticks = range(len(labels))
+    ax.set_xticks(ticks, [str(label) for label in labels], rotation=90 if len(labels) > 10 else 0)
+    ax.set_yticks(ticks, [str(label) for label in labels])
+    ax.set_xlabel("predicted")
+    ax.set_ylabel("true")
+    if len(labels) <= 20:
+        for (i, j), count in np.ndenumerate(matrix):
+            if count:
+                ax.text(j, i, str(count), ha="center", va="center", fontsize=7,
+                        color="white" if shares[i, j] > 0.5 else "black")
+    ax.set_title(title, fontsize=10)
     return save_figure(fig, path)

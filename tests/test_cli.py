@@ -49,15 +49,20 @@ def test_train_predict_inspect_on_digits(capsys, tmp_path):
     assert model.meta["data"]["test_rows"] == 450 and model.meta["params"]["random_state"] == 0
     test_accuracy = model.meta["metrics"]["test_accuracy"]
 
-    code, out, _ = run(capsys, "predict", out_file, "--data", "digits")
+    code, out, _ = run(capsys, "predict", out_file, "--data", "digits", "--plot", tmp_path / "confusion.png")
     assert code == 0
     assert out.splitlines()[0] == f"accuracy {test_accuracy:.2%} on 450 rows (digits, held-out part)"
-    assert out.splitlines()[1].startswith("predictions (first 10 of 450): ")
+    assert out.splitlines()[1].startswith("most confused (true as predicted): ")
+    assert out.splitlines()[2].startswith("predictions (first 10 of 450): ")
+    assert (tmp_path / "confusion.png").read_bytes().startswith(b"\x89PNG")
 
     code, out, _ = run(capsys, "predict", out_file, "--data", "digits", "--json")
     result = json.loads(out)
     assert result["accuracy"] == pytest.approx(test_accuracy, abs=1e-5)
     assert len(result["predictions"]) == 450 and set(result["predictions"]) <= set(range(10))
+    matrix = np.array(result["confusion"]["matrix"])
+    assert result["confusion"]["labels"] == list(range(10)) and matrix.sum() == 450
+    assert np.trace(matrix) / 450 == pytest.approx(result["accuracy"])
 
     code, out, _ = run(capsys, "inspect", out_file)
     assert code == 0
@@ -277,6 +282,8 @@ def bad_files(tmp_path):
     (["predict", "{model}", "--data", "digits", "--no-labels"],
      "--no-labels applies to CSV files only"),
     (["predict", "{model}", "--data", "digits", "--out", "{d}/m.npz"], "--out must name a .csv file"),
+    (["predict", "{model}", "--data", "{d}/narrow.csv", "--no-labels", "--plot", "{d}/c.png"],
+     "--plot draws the confusion matrix, which needs labels"),
     (["inspect", "{d}/corrupt.npz"], "not a readable lastedge model file"),
     (["inspect", "{d}/notes.txt"], "notes.txt is not a model file"),
     (["inspect", "{d}/missing.npz"], "no such file"),
@@ -287,6 +294,7 @@ def bad_files(tmp_path):
 ], ids=["missing-data", "zero-atoms", "out-not-npz", "out-folder", "unknown-data-format",
         "option-of-other-method", "options-of-other-method", "hinge-without-shared", "mu-grid-class-too-small", "bad-device",
         "zero-threads", "plot-format", "plot-folder", "corrupt-model", "wrong-width", "no-labels-not-csv", "predictions-not-csv",
+        "confusion-without-labels",
         "inspect-corrupt", "inspect-unknown-format", "inspect-missing", "per-class-without-atoms",
         "image-shape-wrong-size", "image-shape-unreadable"])
 def test_user_errors_are_one_line(capsys, bad_files, tiny_model_file, argv, message):
@@ -297,6 +305,17 @@ def test_user_errors_are_one_line(capsys, bad_files, tiny_model_file, argv, mess
     assert err.startswith(f"lastedge {argv[0]}: error: ")
     assert re.search(message, err), err
     assert not (bad_files / "m.npz").exists()
+
+
+def test_confusion_counts_true_labels_the_model_does_not_know():
+    from lastedge.train.commands import _most_confused, confusion
+
+    names, matrix = confusion(np.array(["b", "a", "a", "zebra"]), np.array(["b", "b", "a", "a"]),
+                              np.array(["a", "b"]))
+    assert names == ["a", "b", "zebra"]
+    np.testing.assert_array_equal(matrix, [[1, 1, 0], [0, 1, 0], [1, 0, 0]])
+    assert _most_confused(names, matrix) == "most confused (true as predicted): a as b (1), zebra as a (1)"
+    assert _most_confused(names, np.eye(3, dtype=int)) == "no row misclassified"
 
 
 def test_a_missing_extra_is_named(capsys, tmp_path, tiny_model_file, monkeypatch):

@@ -9,8 +9,8 @@ import pytest
 
 pytest.importorskip("matplotlib", reason="the figures need the plot extra")
 
-from lastedge.figures import (_atom_images, atoms_as_images, latency_chart, model_atoms, parse_image_shape,
-                              strongest_atoms)
+from lastedge.figures import (_atom_images, atoms_as_images, confusion_chart, latency_chart, model_atoms,
+                              parse_image_shape, strongest_atoms)
 from lastedge.runtime import Model
 
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
@@ -127,3 +127,11 @@ def test_latency_chart(tmp_path):
     assert_png(latency_chart(rows, tmp_path / "latency.png"))
     with pytest.raises(ValueError, match="no bench results to draw"):
         latency_chart([], tmp_path / "empty.png")
+
+
+def test_confusion_chart(tmp_path):
+    matrix = np.array([[5, 1, 0], [0, 4, 2], [0, 0, 0]])  # a label with no rows gets an empty row
+    assert_png(confusion_chart(matrix, ["cat", "dog", "owl"], tmp_path / "c.png", "3 labels"))
+    with pytest.raises(ValueError, match="matrix must be 2 x 2 for 2 labels"):
+        confusion_chart(matrix, ["cat", "dog"], tmp_path / "bad.png")
+    assert not (tmp_path / "bad.png").exists()

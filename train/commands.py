@@ -100,6 +100,9 @@ def _register_predict(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--json", action="store_true", help="print JSON with every prediction")
     p.add_argument("--out", metavar="PATH", default=None,
                    help="also write every row's prediction and scores to this .csv file")
+    p.add_argument("--plot", metavar="PATH", default=None,
+                   help="with labels: also draw the confusion matrix to this .png/.pdf/.svg file "
+                        "(needs matplotlib)")
     p.set_defaults(func=run_predict)
 
 
@@ -258,25 +261,65 @@ def run_predict(args: argparse.Namespace) -> int:
     from lastedge.runtime.model import labels_from_scores
 
     out = None if args.out is None else _check_out(args.out, ".csv")
+    if args.plot is not None:
+        from lastedge.figures import check_figure_path
+
+        if args.no_labels:
+            raise ValueError("--plot draws the confusion matrix, which needs labels; drop --no-labels")
+        check_figure_path(args.plot)
     predictor = load(args.model)
     X, y, source = _predict_rows(args)
     scores = predictor.decision_function(X)
     labels = labels_from_scores(predictor.classes, scores)
-    accuracy = None if y is None else float(np.mean(labels == y))
+    result: dict[str, Any] = {"model": args.model, "data": source, "rows": len(labels), "accuracy": None}
+    if y is not None:
+        names, matrix = confusion(y, labels, predictor.classes)
+        result.update(accuracy=float(np.mean(labels == y)),
+                      confusion={"labels": names, "matrix": matrix.tolist()})
+    result["predictions"] = labels.tolist()
     if out is not None:
         _write_predictions(out, predictor.classes, labels, scores)
+        result["out"] = str(out)
+    if args.plot is not None:
+        from lastedge.figures import confusion_chart
+
+        title = f"{Path(args.model).name} on {source}: accuracy {result['accuracy']:.2%}"
+        result["figure"] = str(confusion_chart(matrix, names, args.plot, title))
     if args.json:
-        print(json.dumps({"model": args.model, "data": source, "rows": len(labels),
-                          "accuracy": accuracy, "predictions": labels.tolist(),
-                          **({"out": str(out)} if out else {})}, indent=2))
+        print(json.dumps(result, indent=2))
         return 0
-    if accuracy is not None:
-        print(f"accuracy {accuracy:.2%} on {len(labels)} rows ({source})")
+    if y is not None:
+        print(f"accuracy {result['accuracy']:.2%} on {len(labels)} rows ({source})")
+        print(_most_confused(names, matrix))
     shown = " ".join(map(str, labels[:SHOWN_PREDICTIONS].tolist()))
     print(f"predictions (first {min(SHOWN_PREDICTIONS, len(labels))} of {len(labels)}): {shown}")
     if out is not None:
         print(f"wrote {out}: prediction and scores of every row")
+    if args.plot is not None:
+        print(f"wrote {result['figure']}: confusion matrix")
     return 0
+
+
+def confusion(y_true: np.ndarray, y_pred: np.ndarray, classes: np.ndarray) -> tuple[list, np.ndarray]:
+    """(labels, counts): ``counts[i, j]`` rows of true label i predicted as j. The labels are the
+    model's classes, then any true label the model does not know."""
+    names = classes.tolist()
+    names += sorted(set(y_true.tolist()) - set(names), key=str)
+    index = {name: i for i, name in enumerate(names)}
+    matrix = np.zeros((len(names), len(names)), dtype=np.int64)
+    np.add.at(matrix, ([index[v] for v in y_true.tolist()], [index[v] for v in y_pred.tolist()]), 1)
+    return names, matrix
+
+
+def _most_confused(names: list, matrix: np.ndarray, shown: int = 3) -> str:
+    """One line: the largest off-diagonal counts of a confusion matrix."""
+    errors = matrix * (1 - np.eye(len(names), dtype=matrix.dtype))
+    order = [ij for ij in zip(*np.unravel_index(np.argsort(-errors, axis=None, kind="stable"), errors.shape))
+             if errors[ij]][:shown]
+    if not order:
+        return "no row misclassified"
+    pairs = ", ".join(f"{names[i]} as {names[j]} ({errors[i, j]})" for i, j in order)
+    return f"most confused (true as predicted): {pairs}"
 
 
 def _write_predictions(path: Path, classes: np.ndarray, labels: np.ndarray, scores: np.ndarray) -> None:
