@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import json
 import re
 import subprocess
@@ -74,7 +75,7 @@ def test_train_predict_inspect_on_digits(capsys, tmp_path):
     assert info["meta"]["metrics"]["test_accuracy"] == test_accuracy
 
 
-def test_train_and_predict_on_csv_with_string_labels(capsys, tmp_path, digits_data):
+def test_train_and_predict_on_csv_with_string_labels(capsys, tmp_path, digits_data, monkeypatch):
     csv = write_digits_csv(tmp_path / "three.csv", digits_data)
     model_file = tmp_path / "three.npz"
     code, out, err = run(capsys, "train", "--data", csv, "--label-column", "label", *TINY,
@@ -93,6 +94,10 @@ def test_train_and_predict_on_csv_with_string_labels(capsys, tmp_path, digits_da
                        "--out", tmp_path / "predictions.csv")
     assert code == 0 and "accuracy" not in out
     assert out.startswith("predictions (first 10 of 150): ")
+
+    monkeypatch.setattr(sys, "stdin", io.StringIO(rows.read_text()))  # the same rows, piped in
+    code, out, _ = run(capsys, "predict", model_file, "--data", "-", "--no-labels", "--json")
+    assert code == 0 and json.loads(out)["predictions"] == result["predictions"]
 
     written = np.genfromtxt(tmp_path / "predictions.csv", delimiter=",", dtype=str)
     classes = Model.load(model_file).classes.tolist()

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import io
+
 import numpy as np
 import pytest
 
@@ -72,6 +74,13 @@ def test_csv_feature_columns_only(tmp_path):
     path = write(tmp_path / "rows.csv", "a,b\n1,2\n3,4\n")
     X, y = load_csv(path, None)
     assert y is None and X.tolist() == [[1, 2], [3, 4]]
+
+
+def test_csv_from_an_open_stream():
+    X, y = load_csv(io.StringIO("a,b,label\n1,2,x\n3,4,y\n"), "label")
+    assert X.tolist() == [[1, 2], [3, 4]] and y.tolist() == ["x", "y"]
+    with pytest.raises(ValueError, match="the stream has no rows"):
+        load_csv(io.StringIO("\n\n"), None)
 
 
 def test_csv_with_excel_byte_order_mark(tmp_path):

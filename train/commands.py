@@ -88,11 +88,12 @@ def _register_predict(subparsers: argparse._SubParsersAction) -> None:
         description="Classify rows with a model (.npz, or an exported .onnx/.tflite). Rows: "
                     "'digits' and .npz archives give their held-out part (X_test/y_test; digits "
                     "split as by 'train --seed 0'), or X_train/y_train when there is none; a CSV "
-                    "gives all its rows, with a label column unless --no-labels. Prints the "
-                    "accuracy when labels are known and the first predictions (all with --json "
-                    "or --out).")
+                    "(a file, or '-' for stdin) gives all its rows, with a label column unless "
+                    "--no-labels. Prints the accuracy when labels are known and the first "
+                    "predictions (all with --json or --out).")
     p.add_argument("model", help="model file (.npz, .onnx or .tflite)")
-    p.add_argument("--data", required=True, metavar="PATH|digits", help="rows to classify")
+    p.add_argument("--data", required=True, metavar="PATH|digits|-",
+                   help="rows to classify; - reads CSV rows from stdin")
     p.add_argument("--label-column", default="-1", metavar="C",
                    help="CSV label column: name or index (default -1, the last)")
     p.add_argument("--no-labels", action="store_true",
@@ -342,6 +343,9 @@ def _predict_rows(args: argparse.Namespace) -> tuple[np.ndarray, np.ndarray | No
     """(X, labels or None, description) for ``predict --data``."""
     from .data import load_csv, load_dataset
 
+    if args.data == "-":
+        X, y = load_csv(sys.stdin, None if args.no_labels else args.label_column)
+        return X, y, "CSV rows from stdin"
     if Path(args.data).suffix.lower() == ".csv":
         if not Path(args.data).is_file():
             raise ValueError(f"no such data file: {args.data}")

@@ -3,10 +3,12 @@ built-in ``digits`` (scikit-learn's 8x8 digits, shipped with scikit-learn, no do
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import zipfile
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TextIO
 
 import numpy as np
 
@@ -87,18 +89,20 @@ def _check_part(X: np.ndarray, y: np.ndarray, what: str) -> None:
                          f"got shapes {X.shape} and {y.shape}")
 
 
-def load_csv(path: str | Path,
+def load_csv(path: str | Path | TextIO,
              label_column: str | int | None = -1) -> tuple[np.ndarray, np.ndarray | None]:
-    """Rows of a CSV file as ``(X float64 [m, n], y labels [m])``; ``y`` is None when
-    ``label_column`` is None (every column is a feature).
+    """Rows of a CSV file (or an open text stream such as ``sys.stdin``) as
+    ``(X float64 [m, n], y labels [m])``; ``y`` is None when ``label_column`` is None (every column
+    is a feature).
 
     The first row is a header when one of its cells is not a number where the next row has a
     number. ``label_column`` is a column name (with a header) or index (negative counts from the
     end). Labels stay strings unless every label is an integer.
     """
-    name = Path(path).name
+    name = Path(path).name if isinstance(path, (str, Path)) else getattr(path, "name", "the stream")
     try:
-        with open(path, newline="", encoding="utf-8-sig") as f:
+        with (open(path, newline="", encoding="utf-8-sig") if isinstance(path, (str, Path))
+              else contextlib.nullcontext(path)) as f:
             rows = [row for row in csv.reader(f) if row and any(cell.strip() for cell in row)]
     except (UnicodeDecodeError, csv.Error) as err:
         raise ValueError(f"{name} is not a readable CSV text file ({err})") from None
