@@ -284,6 +284,12 @@ class LBFGSSolver:
     """
 
     method = "lbfgs"
+    # BLAS threads while L-BFGS-B runs (None: the BLAS's own setting). Its updates are vector
+    # operations of a few ten thousand entries, too small to share out; OpenBLAS's threads (scipy's
+    # own copy) fought torch's for the cores and made n_jobs=2 fits ~3x slower than with one BLAS
+    # thread (benchmarks/lbfgs_blas_threads.py). One thread also makes a fit independent of the
+    # machine's core count (the summation order of L-BFGS-B's dot products follows the threads).
+    blas_threads: int | None = 1
 
     def __init__(self, n_iter: int, eps: float):
         self.n_iter, self.eps = n_iter, eps
@@ -294,6 +300,7 @@ class LBFGSSolver:
         """Return ``(U, v, iterations)`` (per head, the iterations run; heads are solved jointly)."""
         import numpy as np
         from scipy.optimize import Bounds, minimize
+        from threadpoolctl import threadpool_limits
 
         shape_U, n_U = U0.shape, U0.numel()
         dtype, device = U0.dtype, U0.device
@@ -311,8 +318,9 @@ class LBFGSSolver:
         x0 = torch.cat([U0.reshape(-1), v0.reshape(-1)]).double().cpu().numpy()
         # arrays, not a list of pairs: converting 58000 pairs cost ~0.2 s a call at N = 400
         bounds = Bounds(np.concatenate([np.full(n_U, -np.inf), np.full(v0.numel(), self.eps)]), np.inf)
-        result = minimize(value_and_grad, x0, jac=True, method="L-BFGS-B", bounds=bounds,
-                          options={"maxiter": self.n_iter, "maxcor": 10})
+        with threadpool_limits(limits=self.blas_threads, user_api="blas"):
+            result = minimize(value_and_grad, x0, jac=True, method="L-BFGS-B", bounds=bounds,
+                              options={"maxiter": self.n_iter, "maxcor": 10})
         U, v = unpack(result.x)
         if result.fun > value_and_grad(x0)[0]:
             U, v = unpack(x0)
