@@ -283,3 +283,21 @@ def test_shared_layout_gives_every_class_atoms_and_one_weight_per_atom(hinge):
     assert clf.score(X, y) > 0.9
     with pytest.raises(ValueError, match="n_atoms >= the number of classes"):
         LASTClassifier(n_atoms=2, multiclass="shared", verbose=0).fit(X, y)
+
+
+def test_lbfgs_runs_its_blas_on_one_thread_and_restores_it():
+    """scipy's OpenBLAS threads fought torch's for the cores (benchmarks/lbfgs_blas_threads.py)."""
+    from threadpoolctl import threadpool_info
+
+    def blas_threads() -> set[int]:
+        return {lib["num_threads"] for lib in threadpool_info() if lib["user_api"] == "blas"}
+
+    X, targets, U, v, G = random_problem(10, heads=1)
+    problem = SubProblem(Data(X, targets, G), U, v, BETA, NU, 1e-4)
+    seen = []
+    value_and_grad = problem.value_and_grad
+    problem.value_and_grad = lambda *args: (seen.append(blas_threads()), value_and_grad(*args))[1]
+    before = blas_threads()
+    make_inner_solver("lbfgs", 5, None, 1e-4).solve(problem, U, v, seed=0)
+    assert seen and all(threads == {1} for threads in seen)
+    assert blas_threads() == before

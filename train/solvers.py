@@ -321,9 +321,8 @@ class LBFGSSolver:
         with threadpool_limits(limits=self.blas_threads, user_api="blas"):
             result = minimize(value_and_grad, x0, jac=True, method="L-BFGS-B", bounds=bounds,
                               options={"maxiter": self.n_iter, "maxcor": 10})
-        U, v = unpack(result.x)
-        if result.fun > value_and_grad(x0)[0]:
-            U, v = unpack(x0)
+            start_is_better = result.fun > value_and_grad(x0)[0]
+        U, v = unpack(x0 if start_is_better else result.x)
         iterations = torch.full((U0.shape[0],), float(result.nit), dtype=dtype, device=device)
         return U.to(dtype), v.to(dtype), iterations
 
