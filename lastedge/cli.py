@@ -28,7 +28,7 @@ USER_ERRORS = (ValueError, TypeError, ImportError, OSError, zipfile.BadZipFile, 
 
 # Third-party module -> the extra that installs it, for "not installed" errors (pyproject.toml).
 EXTRA_OF_MODULE = {
-    "torch": "train", "sklearn": "train", "scipy": "train", "tqdm": "train",
+    "torch": "train", "sklearn": "train", "scipy": "train", "threadpoolctl": "train", "tqdm": "train",
     "onnx": "export", "flatbuffers": "export", "tflite": "export",
     "onnxruntime": "onnx", "ai_edge_litert": "tflite", "matplotlib": "plot",
 }

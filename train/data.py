@@ -99,10 +99,10 @@ def load_csv(path: str | Path | TextIO,
     number. ``label_column`` is a column name (with a header) or index (negative counts from the
     end). Labels stay strings unless every label is an integer.
     """
-    name = Path(path).name if isinstance(path, (str, Path)) else getattr(path, "name", "the stream")
+    stream = not isinstance(path, (str, Path))
+    name = getattr(path, "name", "the stream") if stream else Path(path).name
     try:
-        with (open(path, newline="", encoding="utf-8-sig") if isinstance(path, (str, Path))
-              else contextlib.nullcontext(path)) as f:
+        with contextlib.nullcontext(path) if stream else open(path, newline="", encoding="utf-8-sig") as f:
             rows = [row for row in csv.reader(f) if row and any(cell.strip() for cell in row)]
     except (UnicodeDecodeError, csv.Error) as err:
         raise ValueError(f"{name} is not a readable CSV text file ({err})") from None
