@@ -13,6 +13,8 @@ dequantized with the scale and zero point stored in the file. Backend packages a
 
 from __future__ import annotations
 
+import contextlib
+import io
 import os
 from pathlib import Path
 from types import ModuleType
@@ -111,10 +113,14 @@ class OnnxPredictor(Predictor):
         options.inter_op_num_threads = 1
         options.log_severity_level = 3
         try:
-            session = ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
-        except _onnxruntime_errors(ort) as err:
+            # onnxruntime prints its provider fallback for a broken file on stdout (it would spoil
+            # a command's --json output); the error that follows is raised here either way
+            with contextlib.redirect_stdout(io.StringIO()):
+                session = ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
+            metadata = session.get_modelmeta().custom_metadata_map.get(METADATA_KEY)
+        except (*_onnxruntime_errors(ort), UnicodeDecodeError) as err:
             raise ValueError(f"{path} is not a readable ONNX model ({_first_line(err)})") from None
-        header = parse_header(session.get_modelmeta().custom_metadata_map.get(METADATA_KEY), str(path))
+        header = parse_header(metadata, str(path))
         inputs, outputs = session.get_inputs(), session.get_outputs()
         n_features = inputs[0].shape[-1]
         if len(inputs) != 1 or inputs[0].type != "tensor(float)" or not isinstance(n_features, int):
@@ -127,9 +133,13 @@ class OnnxPredictor(Predictor):
                          macs_per_sample=header.macs_per_sample(n_features))
         self.session = session
         self._input, self._output = inputs[0].name, outputs[0].name
+        self._errors = _onnxruntime_errors(ort)
 
     def _scores(self, Z: np.ndarray) -> np.ndarray:
-        return self.session.run([self._output], {self._input: Z})[0]
+        try:
+            return self.session.run([self._output], {self._input: Z})[0]
+        except self._errors as err:  # a damaged graph can load and fail only when run
+            raise ValueError(f"{self.path} cannot be run ({_first_line(err)})") from None
 
 
 class TFLitePredictor(Predictor):
@@ -155,12 +165,15 @@ class TFLitePredictor(Predictor):
         self._batch = int(self._in["shape"][0])
 
     def _scores(self, Z: np.ndarray) -> np.ndarray:
-        if len(Z) != self._batch:
-            self._interp.resize_tensor_input(self._in["index"], [len(Z), self.n_features])
-            self._interp.allocate_tensors()
-            self._batch = len(Z)
-        self._interp.set_tensor(self._in["index"], quantize(Z, self._in))
-        self._interp.invoke()
+        try:
+            if len(Z) != self._batch:
+                self._interp.resize_tensor_input(self._in["index"], [len(Z), self.n_features])
+                self._interp.allocate_tensors()
+                self._batch = len(Z)
+            self._interp.set_tensor(self._in["index"], quantize(Z, self._in))
+            self._interp.invoke()
+        except RuntimeError as err:  # a damaged graph can load and fail only when run
+            raise ValueError(f"{self.path} cannot be run ({_first_line(err)})") from None
         return dequantize(self._interp.get_tensor(self._out["index"]), self._out)
 
 

@@ -12,6 +12,7 @@ import json
 import os
 import tempfile
 import zipfile
+import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -194,7 +195,8 @@ class Model:
                 arrays = {key: archive[key] for key in archive.files}
         except FileNotFoundError:
             raise
-        except (zipfile.BadZipFile, EOFError, OSError, KeyError) as err:
+        except (zipfile.BadZipFile, EOFError, OSError, KeyError, NotImplementedError, zlib.error) as err:
+            # NotImplementedError: zipfile on an unknown version or compression
             raise ValueError(f"{path} is not a readable lastedge model file ({err})") from None
         except ValueError as err:
             raise ValueError(f"{path} is not a valid lastedge model file: {err}") from None
