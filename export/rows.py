@@ -8,11 +8,12 @@ test rows; with one array, the first 70 % calibrate and the rest are held out.
 
 from __future__ import annotations
 
-import zipfile
 from pathlib import Path
 from typing import Any, NamedTuple
 
 import numpy as np
+
+from lastedge.runtime.model import NPZ_ERRORS
 
 MAX_CALIBRATION_ROWS = 5000
 MAX_CHECK_ROWS = 10000
@@ -46,15 +47,15 @@ def _read(source: str) -> tuple[np.ndarray, np.ndarray | None, np.ndarray | None
         raise ValueError(f"data files must be .npz, .npy or .csv, got {path.name!r}")
     try:
         data = np.load(path, allow_pickle=False)
-    except (zipfile.BadZipFile, EOFError) as err:
+        if suffix == ".npy":
+            return data, None, None, None
+        with data:
+            if "X_train" in data.files and "X_test" in data.files:
+                return data["X_train"], data["X_test"], data.get("y_test"), None
+            if "X" in data.files:
+                return data["X"], None, None, data.get("y")
+    except NPZ_ERRORS as err:
         raise ValueError(f"{path} is not a readable {suffix} file ({err})") from None
-    if suffix == ".npy":
-        return data, None, None, None
-    with data:
-        if "X_train" in data.files and "X_test" in data.files:
-            return data["X_train"], data["X_test"], data.get("y_test"), None
-        if "X" in data.files:
-            return data["X"], None, None, data.get("y")
     raise ValueError(f"{path} has neither X_train/X_test nor X arrays (has {', '.join(data.files)})")
 
 

@@ -62,6 +62,12 @@ def labels_from_scores(classes: np.ndarray, scores: np.ndarray) -> np.ndarray:
     return classes[np.argmax(scores, axis=1)]
 
 
+# What reading a damaged .npz raises besides ValueError: zipfile's BadZipFile, NotImplementedError
+# (an unknown zip version or compression) and RuntimeError (an entry marked encrypted), zlib's
+# error, EOFError and OSError (truncation), KeyError (a broken directory).
+NPZ_ERRORS = (zipfile.BadZipFile, NotImplementedError, RuntimeError, zlib.error, EOFError, OSError, KeyError)
+
+
 @dataclass
 class Model:
     """A trained soft-threshold classifier.
@@ -195,8 +201,7 @@ class Model:
                 arrays = {key: archive[key] for key in archive.files}
         except FileNotFoundError:
             raise
-        except (zipfile.BadZipFile, EOFError, OSError, KeyError, NotImplementedError, zlib.error) as err:
-            # NotImplementedError: zipfile on an unknown version or compression
+        except NPZ_ERRORS as err:
             raise ValueError(f"{path} is not a readable lastedge model file ({err})") from None
         except ValueError as err:
             raise ValueError(f"{path} is not a valid lastedge model file: {err}") from None

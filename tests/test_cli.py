@@ -255,7 +255,21 @@ def bad_files(tmp_path):
     (tmp_path / "narrow.csv").write_text("1,2,0\n3,4,1\n")
     rng = np.random.default_rng(0)
     np.savez(tmp_path / "lonely.npz", X_train=rng.normal(size=(41, 4)), y_train=np.r_[[0] * 20, [1] * 20, 2])
+    X = rng.normal(size=(40, 64))
+    np.savez(tmp_path / "locked.npz", X_train=X, y_train=np.arange(40) % 2, X_test=X, y_test=np.arange(40) % 2)
     return tmp_path
+
+
+def mark_encrypted(path: Path) -> Path:
+    """Set the 'encrypted' flag of every entry in a zip's central directory: zipfile then raises
+    RuntimeError (password required) when an entry is read, as it does for such a damaged file."""
+    data = bytearray(path.read_bytes())
+    at = data.find(b"PK\x01\x02")
+    while at >= 0:
+        data[at + 8] |= 1
+        at = data.find(b"PK\x01\x02", at + 4)
+    path.write_bytes(bytes(data))
+    return path
 
 
 @pytest.mark.parametrize("argv, message", [
@@ -283,6 +297,12 @@ def bad_files(tmp_path):
     (["train", "--data", "digits", *TINY, "--plot", "{d}/no/curve.png", "--out", "{d}/m.npz"],
      "cannot write .*curve.png: folder .* does not exist"),
     (["predict", "{d}/corrupt.npz", "--data", "digits"], "not a readable lastedge model file"),
+    (["predict", "{d}/locked-model.npz", "--data", "digits"],
+     "locked-model.npz is not a readable lastedge model file .*password required"),
+    (["train", "--data", "{d}/locked.npz", *TINY, "--out", "{d}/m.npz"],
+     "cannot read the arrays of locked.npz: .*password required"),
+    (["export", "{model}", "--format", "onnx", "--int8", "--calibration", "{d}/locked.npz",
+      "--out", "{d}/m.onnx"], "locked.npz is not a readable .npz file .*password required"),
     (["predict", "{model}", "--data", "{d}/narrow.csv"], "X has 2 features, the model expects 64"),
     (["predict", "{model}", "--data", "digits", "--no-labels"],
      "--no-labels applies to CSV files only"),
@@ -298,11 +318,15 @@ def bad_files(tmp_path):
     (["inspect", "{model}", "--atoms", "{d}/a.png", "--image-shape", "8by8"], "image shape must be HxW"),
 ], ids=["missing-data", "zero-atoms", "out-not-npz", "out-folder", "unknown-data-format",
         "option-of-other-method", "options-of-other-method", "hinge-without-shared", "mu-grid-class-too-small", "bad-device",
-        "zero-threads", "plot-format", "plot-folder", "corrupt-model", "wrong-width", "no-labels-not-csv", "predictions-not-csv",
+        "zero-threads", "plot-format", "plot-folder", "corrupt-model", "encrypted-model", "encrypted-data", "encrypted-calibration", "wrong-width", "no-labels-not-csv", "predictions-not-csv",
         "confusion-without-labels",
         "inspect-corrupt", "inspect-unknown-format", "inspect-missing", "per-class-without-atoms",
         "image-shape-wrong-size", "image-shape-unreadable"])
 def test_user_errors_are_one_line(capsys, bad_files, tiny_model_file, argv, message):
+    mark_encrypted(bad_files / "locked.npz")
+    locked_model = bad_files / "locked-model.npz"
+    locked_model.write_bytes(Path(tiny_model_file).read_bytes())
+    mark_encrypted(locked_model)
     argv = [a.format(d=bad_files, model=tiny_model_file) for a in argv]
     code, out, err = run(capsys, *argv)
     assert code == 1

@@ -5,12 +5,13 @@ from __future__ import annotations
 
 import contextlib
 import csv
-import zipfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TextIO
 
 import numpy as np
+
+from lastedge.runtime.model import NPZ_ERRORS
 
 NPZ_KEYS = ("X_train", "y_train", "X_test", "y_test")
 
@@ -58,7 +59,7 @@ def load_dataset(source: str, *, label_column: str | int = -1, test_size: float 
 def _load_npz(path: Path) -> Dataset:
     try:
         archive = np.load(path, allow_pickle=False)
-    except (OSError, EOFError, ValueError, zipfile.BadZipFile) as err:  # ValueError: pickled/garbled
+    except (*NPZ_ERRORS, ValueError) as err:  # ValueError: pickled/garbled
         raise ValueError(f"cannot read {path.name} as .npz: {err}") from None
     if not isinstance(archive, np.lib.npyio.NpzFile):
         raise ValueError(f"{path.name} is a single .npy array, not an .npz archive with "
@@ -71,7 +72,7 @@ def _load_npz(path: Path) -> Dataset:
             raise ValueError(f"{path.name} has only one of X_test and y_test (give both or neither)")
         try:
             arrays = {k: archive[k] for k in NPZ_KEYS if k in archive.files}
-        except (OSError, EOFError, ValueError, zipfile.BadZipFile) as err:
+        except (*NPZ_ERRORS, ValueError) as err:
             raise ValueError(f"cannot read the arrays of {path.name}: {err}") from None
     _check_part(arrays["X_train"], arrays["y_train"], f"{path.name} X_train/y_train")
     n_features = arrays["X_train"].shape[1]
