@@ -111,7 +111,7 @@ class OnnxPredictor(Predictor):
         options = ort.SessionOptions()
         options.intra_op_num_threads = threads
         options.inter_op_num_threads = 1
-        options.log_severity_level = 3
+        options.log_severity_level = 4  # errors are raised (and reported once) by us
         try:
             # onnxruntime prints its provider fallback for a broken file on stdout (it would spoil
             # a command's --json output); the error that follows is raised here either way

@@ -135,6 +135,23 @@ def test_randomly_damaged_files_work_or_are_refused_cleanly(paths, tmp_path, cap
     assert capsys.readouterr().out == ""
 
 
+def test_a_damaged_onnx_initializer_is_reported_once(paths, tmp_path, capfd):
+    """onnxruntime logged such a file's error on stderr as well (fuzzing found it): the one
+    ValueError is the only report, so the CLI's error stays one line."""
+    onnx = pytest.importorskip("onnx")
+    if "m-int8.onnx" not in paths:
+        pytest.skip("no int8 ONNX file")
+    proto = onnx.load(paths["m-int8.onnx"])
+    zero_point = next(t for t in proto.graph.initializer if t.name == "scores_zero_point")
+    zero_point.int32_data.append(0)  # two values for a scalar
+    broken = tmp_path / "broken.onnx"
+    onnx.save(proto, broken)
+    with pytest.raises(ValueError, match="is not a readable ONNX model .*scores_zero_point"):
+        load(broken)
+    out, err = capfd.readouterr()
+    assert out == "" and "onnxruntime" not in err
+
+
 def test_a_file_that_loads_but_cannot_run_is_refused_by_name(paths, monkeypatch):
     """A damaged graph can pass loading and fail in the interpreter (the fuzzing above found a
     .tflite whose op read a tensor without data): the error names the file."""
