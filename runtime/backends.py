@@ -26,6 +26,7 @@ from .blas import blas_threads, openblas
 from .files import METADATA_KEY, parse_header, tflite_metadata
 from .model import Model, check_input, labels_from_scores
 from .preprocess import Preprocess
+from .tflite_check import check_tflite_structure
 
 
 class Predictor:
@@ -146,15 +147,21 @@ class TFLitePredictor(Predictor):
     """A ``.tflite`` file on a TFLite interpreter class (``threads`` = ``num_threads``)."""
 
     def __init__(self, path: Path, interpreter: type, backend: str, *, threads: int = 1) -> None:
-        header = parse_header(_read_tflite_metadata(path), str(path))
+        content = path.read_bytes()  # checked, then handed over: what runs is what was checked
         try:
-            interp = interpreter(model_path=str(path), num_threads=threads)
+            metadata = tflite_metadata(content)
+            check_tflite_structure(content)
+        except ValueError as err:
+            raise ValueError(f"{path}: {err}") from None
+        header = parse_header(metadata, str(path))
+        try:
+            interp = interpreter(model_content=content, num_threads=threads)
             interp.allocate_tensors()
-        except (ValueError, RuntimeError) as err:
+            self._in, self._out = interp.get_input_details()[0], interp.get_output_details()[0]
+        except (ValueError, RuntimeError, SystemError, IndexError) as err:
             raise ValueError(f"{path} is not a readable TFLite model ({_first_line(err)})") from None
         self.backend = backend
         self._interp = interp
-        self._in, self._out = interp.get_input_details()[0], interp.get_output_details()[0]
         n_features = int(self._in["shape"][-1])
         int8 = self._in["dtype"] != np.float32
         super().__init__(path=path, classes=header.classes, n_features=n_features,
@@ -201,13 +208,6 @@ def _onnxruntime_errors(ort: ModuleType) -> tuple[type[BaseException], ...]:
     names = ("InvalidProtobuf", "InvalidGraph", "InvalidArgument", "Fail", "NotImplemented",
              "RuntimeException")
     return (RuntimeError, *(getattr(state, name) for name in names if hasattr(state, name)))
-
-
-def _read_tflite_metadata(path: Path) -> bytes | None:
-    try:
-        return tflite_metadata(path.read_bytes())
-    except ValueError as err:
-        raise ValueError(f"{path}: {err}") from None
 
 
 def _first_line(err: BaseException) -> str:

@@ -52,3 +52,23 @@ def test_predict_command_runs_in_the_device_environment(tmp_path, capsys):
     result = json.loads(capsys.readouterr().out)
     assert result["rows"] == 60 and result["accuracy"] >= 0.9
     assert result["predictions"] == load(path, backend="tflite_runtime").predict(X).tolist()
+
+
+@pytest.mark.parametrize("int8", [False, True], ids=["fp32", "int8"])
+def test_damaged_files_are_refused_not_crashed_on(tmp_path, int8):
+    """tflite_runtime builds a model without verifying it: before runtime.tflite_check, a few random
+    bytes of damage crashed this process (SIGBUS / SIGSEGV) in fuzzing."""
+    X, y = blobs(rows=300)
+    data = to_tflite(prototype_model(X, y), tmp_path / "m.tflite", int8=int8,
+                     calibration=X if int8 else None).read_bytes()
+    rng = np.random.default_rng(0)
+    broken = tmp_path / "broken.tflite"
+    for _ in range(300):
+        damaged = bytearray(data)
+        for position in rng.integers(8, len(data), size=rng.choice([1, 4, 16])):
+            damaged[int(position)] = int(rng.integers(256))
+        broken.write_bytes(bytes(damaged))
+        try:
+            load(broken, backend="tflite_runtime").predict(X[:4])
+        except (ValueError, TypeError):
+            pass
