@@ -45,32 +45,40 @@ def _check_model(data: bytes) -> None:
         if _scalar(data, entry, 1, "<I") >= len(buffers):
             raise ValueError("a metadata entry names a buffer the model does not have")
     for subgraph in subgraphs:
-        _string(data, subgraph, 4)  # name
-        tensors = _tables(data, subgraph, 0)
-        for index, tensor in enumerate(tensors):
-            _check_tensor(data, tensor, index, sizes)
-        for field in (1, 2):  # the subgraph's inputs and outputs
-            _indices(data, subgraph, field, len(tensors), "a subgraph input/output", optional=False)
-        for operator in _tables(data, subgraph, 3):
-            if _scalar(data, operator, 0, "<I") >= len(codes):
-                raise ValueError("an operator names an operator code the model does not have")
-            for field in (1, 2, 8):  # inputs, outputs, intermediates
-                _indices(data, operator, field, len(tensors), "an operator input/output", optional=True)
-            options = _field(data, operator, 4)
-            if options is not None:
-                _table(data, options + _u32(data, options))
-            _vector(data, operator, 5, 1)  # custom options
+        _check_subgraph(data, subgraph, len(codes), sizes)
     for signature in _tables(data, model, 7):
-        subgraph = _scalar(data, signature, 4, "<I")
-        if subgraph >= len(subgraphs):
-            raise ValueError("a signature names a subgraph the model does not have")
-        n_tensors = _vector(data, subgraphs[subgraph], 0, 4)[1]
-        for field in (0, 1):  # the signature's inputs and outputs: {name, tensor_index}
-            for tensor_map in _tables(data, signature, field):
-                _string(data, tensor_map, 0)
-                if _scalar(data, tensor_map, 1, "<I") >= n_tensors:
-                    raise ValueError("a signature names a tensor the subgraph does not have")
-        _string(data, signature, 2)  # signature key
+        _check_signature(data, signature, subgraphs)
+
+
+def _check_subgraph(data: bytes, subgraph: int, n_codes: int, buffer_sizes: list[int]) -> None:
+    _string(data, subgraph, 4)  # name
+    tensors = _tables(data, subgraph, 0)
+    for index, tensor in enumerate(tensors):
+        _check_tensor(data, tensor, index, buffer_sizes)
+    for field in (1, 2):  # the subgraph's inputs and outputs
+        _indices(data, subgraph, field, len(tensors), "a subgraph input/output", optional=False)
+    for operator in _tables(data, subgraph, 3):
+        if _scalar(data, operator, 0, "<I") >= n_codes:
+            raise ValueError("an operator names an operator code the model does not have")
+        for field in (1, 2, 8):  # inputs, outputs, intermediates
+            _indices(data, operator, field, len(tensors), "an operator input/output", optional=True)
+        options = _field(data, operator, 4)
+        if options is not None:
+            _table(data, options + _u32(data, options))
+        _vector(data, operator, 5, 1)  # custom options
+
+
+def _check_signature(data: bytes, signature: int, subgraphs: list[int]) -> None:
+    subgraph = _scalar(data, signature, 4, "<I")
+    if subgraph >= len(subgraphs):
+        raise ValueError("a signature names a subgraph the model does not have")
+    n_tensors = _vector(data, subgraphs[subgraph], 0, 4)[1]
+    for field in (0, 1):  # the signature's inputs and outputs: {name, tensor_index}
+        for tensor_map in _tables(data, signature, field):
+            _string(data, tensor_map, 0)
+            if _scalar(data, tensor_map, 1, "<I") >= n_tensors:
+                raise ValueError("a signature names a tensor the subgraph does not have")
+    _string(data, signature, 2)  # signature key
 
 
 def _check_tensor(data: bytes, tensor: int, index: int, buffer_sizes: list[int]) -> None:
