@@ -36,7 +36,7 @@ def tasks(textures: bool, data: str) -> dict[str, tuple[np.ndarray, np.ndarray, 
     return found
 
 
-def fit_seconds(X: np.ndarray, y: np.ndarray, settings: dict, max_dca_iter: int, n_jobs: int,
+def timed_fit(X: np.ndarray, y: np.ndarray, settings: dict, max_dca_iter: int, n_jobs: int,
                 blas_threads: int | None) -> tuple[float, float]:
     """(fit seconds, final objective) of one fit with L-BFGS-B's BLAS limited to ``blas_threads``."""
     LBFGSSolver.blas_threads = blas_threads
@@ -69,7 +69,7 @@ def main() -> None:
             runs: dict[int | None, list[tuple[float, float]]] = {None: [], 1: []}
             for _ in range(args.repeats):
                 for threads in runs:
-                    runs[threads].append(fit_seconds(X, y, settings, args.max_dca_iter, args.n_jobs,
+                    runs[threads].append(timed_fit(X, y, settings, args.max_dca_iter, args.n_jobs,
                                                      threads))
             free, one = (statistics.median(s for s, _ in runs[t]) for t in (None, 1))
             # summation order differs with the thread count, so the paths drift apart slightly
