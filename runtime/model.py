@@ -9,6 +9,7 @@ shape and dtype is checked on load.
 from __future__ import annotations
 
 import json
+import math
 import os
 import tempfile
 import zipfile
@@ -65,6 +66,7 @@ def labels_from_scores(classes: np.ndarray, scores: np.ndarray) -> np.ndarray:
 # What reading a damaged .npz raises besides ValueError: zipfile's BadZipFile, NotImplementedError
 # (an unknown zip version or compression) and RuntimeError (an entry marked encrypted), zlib's
 # error, EOFError and OSError (truncation), KeyError (a broken directory).
+MAX_MODEL_BYTES = 2 << 30  # a model's arrays in all: ~170x the paper's largest (MNIST one-vs-all, 12.5 MB)
 NPZ_ERRORS = (zipfile.BadZipFile, NotImplementedError, RuntimeError, zlib.error, EOFError, OSError, KeyError)
 
 
@@ -198,6 +200,7 @@ class Model:
             with np.load(path, allow_pickle=False) as archive:
                 if not isinstance(archive, np.lib.npyio.NpzFile):
                     raise ValueError(f"{path} is a bare .npy array, not a lastedge model (.npz)")
+                _check_declared_sizes(archive.zip)
                 arrays = {key: archive[key] for key in archive.files}
         except FileNotFoundError:
             raise
@@ -240,6 +243,25 @@ class Model:
         )
         return cls(arrays["dictionary"], arrays["weights"], arrays["classes"], float(alpha),
                    preprocess, meta)
+
+
+def _check_declared_sizes(archive: zipfile.ZipFile) -> None:
+    """Refuse a member whose .npy header declares more data than it holds (numpy would allocate
+    the declared size first: a few bytes of damage asked for 149 GiB), or arrays larger in all
+    than ``MAX_MODEL_BYTES``."""
+    total = 0
+    for info in archive.infolist():
+        with archive.open(info) as member:
+            if np.lib.format.read_magic(member) != (1, 0):  # what np.save writes for these arrays
+                raise ValueError(f"{info.filename} is not a version 1.0 .npy entry")
+            shape, _, dtype = np.lib.format.read_array_header_1_0(member)
+            declared = math.prod(shape) * dtype.itemsize
+            if declared != info.file_size - member.tell():
+                raise ValueError(f"{info.filename} declares shape {shape} of {dtype} "
+                                 f"({declared} bytes) but holds {info.file_size - member.tell()}")
+        total += declared
+    if total > MAX_MODEL_BYTES:
+        raise ValueError(f"its arrays take {total} bytes, more than the {MAX_MODEL_BYTES} a model may")
 
 
 def _text(arrays: dict[str, np.ndarray], key: str, source: str) -> str:

@@ -181,3 +181,27 @@ class _Failing:
                 raise self._error
             return fail
         return getattr(self._inner, name)
+
+
+def test_an_npz_entry_declaring_more_than_it_holds_is_refused_before_allocating(paths, tmp_path,
+                                                                                   monkeypatch):
+    """Fuzzing: a few damaged header bytes made numpy allocate the declared 149 GiB (MemoryError)."""
+    import zipfile
+
+    huge = tmp_path / "huge.npz"
+    with zipfile.ZipFile(paths["m.npz"]) as source, zipfile.ZipFile(huge, "w") as target:
+        for info in source.infolist():
+            data = source.read(info)
+            if info.filename == "dictionary.npy":
+                header = data[: data.index(b"\n") + 1]
+                shape = re.search(rb"'shape': \([^)]*\)", header).group()
+                bigger = b"'shape': (200000, 200000)"
+                padding = b" " * (len(bigger) - len(shape)) + b"\n"  # keep the header's length
+                data = header.replace(shape, bigger, 1).replace(padding, b"\n", 1) + data[len(header):]
+            target.writestr(info, data)
+    with pytest.raises(ValueError, match=r"dictionary.npy declares shape \(200000, 200000\) of float32 "
+                                         r"\(160000000000 bytes\) but holds"):
+        load(huge)
+    monkeypatch.setattr("lastedge.runtime.model.MAX_MODEL_BYTES", 100)
+    with pytest.raises(ValueError, match="more than the 100 a model may"):
+        load(paths["m.npz"])
