@@ -35,8 +35,8 @@ def check_schema() -> Any:
     try:
         import tflite
     except ImportError:
-        raise ImportError("TFLite export needs the tflite schema package: "
-                          "pip install 'lastedge[export]'") from None
+        raise ModuleNotFoundError("TFLite export needs the tflite schema package: "
+                                  "pip install 'lastedge[export]'", name="tflite") from None
     for (enum, name), value in _EXPECTED.items():
         if getattr(getattr(tflite, enum, None), name, None) != value:
             raise ImportError(f"tflite {getattr(tflite, '__version__', '?')} has an unexpected "

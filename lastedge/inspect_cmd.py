@@ -2,7 +2,8 @@
 
 A trained ``.npz`` model: classes, shapes, preprocessing, threshold, cost per sample and the
 training facts recorded in its metadata. An exported ``.onnx``/``.tflite`` file: what
-``lastedge.export.describe`` reports (ops, tensors, metadata, size).
+``lastedge.export.describe`` reports (ops, tensors, metadata, size); on a device without the
+export extra, what the installed interpreter reads from the file (classes, shapes, precision).
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "inspect", help="show what a model file (.npz, .onnx, .tflite) holds",
         description="Print the classes, shapes, preprocessing, MACs per sample and training facts "
                     "of a trained .npz model, or the ops, tensors and metadata of an exported "
-                    ".onnx/.tflite file (the latter needs lastedge[export]).")
+                    ".onnx/.tflite file (without lastedge[export]: what its interpreter reads).")
     parser.add_argument("file", metavar="FILE", help="model file: .npz, .onnx or .tflite")
     parser.add_argument("--json", action="store_true", help="print one JSON object")
     parser.add_argument("--atoms", metavar="PATH", default=None,
@@ -53,13 +54,47 @@ def run_inspect(args: argparse.Namespace) -> int:
     elif args.atoms is not None:
         raise ValueError(f"--atoms draws a trained .npz model's dictionary; {path.name} is an exported file")
     else:
-        from lastedge.export import describe
-        from lastedge.export.describe import summary_lines
-
-        info = describe(path)
-        lines = summary_lines(info)
+        info, lines = _exported_info(path)
     print(json.dumps(info, indent=2) if args.json else "\n".join(lines))
     return 0
+
+
+def _exported_info(path: Path) -> tuple[dict[str, Any], list[str]]:
+    """An exported file's graph (``lastedge.export.describe``); without the packages that parse
+    graphs, as on a device, what the runtime reads from the file through its interpreter."""
+    from lastedge.export import describe
+    from lastedge.export.describe import summary_lines
+
+    try:
+        info = describe(path)
+        return info, summary_lines(info)
+    except ModuleNotFoundError as err:
+        missing = (err.name or "").split(".")[0]
+        if missing not in ("onnx", "tflite", "flatbuffers"):
+            raise
+    from lastedge.runtime import load
+
+    predictor = load(path)
+    where = "in the graph" if predictor.preprocess_in_graph else "applied before the file"
+    info = {
+        "path": str(path), "format": path.suffix.lstrip(".").lower(), "size_bytes": predictor.file_size,
+        "precision": predictor.precision, "backend": predictor.backend,
+        "classes": predictor.classes.tolist(), "n_features": predictor.n_features,
+        "n_outputs": predictor.n_outputs, "preprocess": predictor.preprocess.kind,
+        "preprocess_in_graph": predictor.preprocess_in_graph,
+        "macs_per_sample": predictor.macs_per_sample,
+        "graph": f"not shown: {missing} is not installed (pip install 'lastedge[export]')",
+    }
+    macs = "unknown" if info["macs_per_sample"] is None else f"{info['macs_per_sample']:,}"
+    return info, field_lines([
+        ("file", f"{path} ({info['format']}, {info['size_bytes'] / 1024:.1f} KiB, {info['precision']}, "
+                 f"runs on {info['backend']})"),
+        ("classes", _classes_shown(info["classes"])),
+        ("features", f"{info['n_features']}, preprocess {info['preprocess']} ({where})"),
+        ("outputs", info["n_outputs"]),
+        ("MACs/sample", macs),
+        ("graph", info["graph"]),
+    ])
 
 
 def _draw_atoms(path: Path, args: argparse.Namespace) -> Path:
@@ -88,13 +123,9 @@ def model_info(path: str | Path) -> dict[str, Any]:
 def model_lines(info: dict[str, Any]) -> list[str]:
     """Human-readable lines for a ``model_info`` result."""
     meta = info["meta"]
-    classes = info["classes"]
-    shown = ", ".join(map(str, classes[:MAX_CLASSES_SHOWN]))
-    if len(classes) > MAX_CLASSES_SHOWN:
-        shown += ", ..."
     fields = [
         ("file", f"{info['path']} (lastedge model, {info['size_bytes'] / 1024:.1f} KiB)"),
-        ("classes", f"{len(classes)}: {shown}"),
+        ("classes", _classes_shown(info["classes"])),
         ("features", f"{info['n_features']}, preprocess {info['preprocess']}"),
         ("atoms", f"{info['n_atoms']} (alpha {info['alpha']:g}), outputs {info['n_outputs']}"),
         ("MACs/sample", f"{info['macs_per_sample']:,}"),
@@ -114,6 +145,11 @@ def model_lines(info: dict[str, Any]) -> list[str]:
     if "atoms_figure" in info:
         fields.append(("atoms figure", info["atoms_figure"]))
     return field_lines(fields)
+
+
+def _classes_shown(classes: list) -> str:
+    shown = ", ".join(map(str, classes[:MAX_CLASSES_SHOWN]))
+    return f"{len(classes)}: {shown}" + (", ..." if len(classes) > MAX_CLASSES_SHOWN else "")
 
 
 def field_lines(fields: Iterable[tuple[str, Any]]) -> list[str]:

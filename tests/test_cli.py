@@ -347,14 +347,27 @@ def test_confusion_counts_true_labels_the_model_does_not_know():
     assert _most_confused(names, np.eye(3, dtype=int)) == "no row misclassified"
 
 
-def test_a_missing_extra_is_named(capsys, tmp_path, tiny_model_file, monkeypatch):
-    from lastedge.export import to_onnx
-
-    path = to_onnx(Model.load(tiny_model_file), tmp_path / "m.onnx")
-    monkeypatch.setitem(sys.modules, "onnx", None)  # as on a device with onnxruntime only
-    code, _, err = run(capsys, "inspect", path)
+def test_a_missing_extra_is_named(capsys, tiny_model_file, monkeypatch):
+    monkeypatch.setitem(sys.modules, "sklearn.datasets", None)  # as on a device: digits needs it
+    code, _, err = run(capsys, "predict", tiny_model_file, "--data", "digits")
     assert code == 1
-    assert err == "lastedge inspect: error: onnx is not installed: pip install 'lastedge[export]'\n"
+    assert err == "lastedge predict: error: sklearn is not installed: pip install 'lastedge[train]'\n"
+
+
+@pytest.mark.parametrize("fmt", ["onnx", "tflite"])
+def test_inspect_without_the_export_extra_shows_what_the_interpreter_reads(capsys, tmp_path, tiny_model_file,
+                                                                            monkeypatch, fmt):
+    from lastedge.export import to_onnx, to_tflite
+
+    model = Model.load(tiny_model_file)
+    path = (to_onnx if fmt == "onnx" else to_tflite)(model, tmp_path / f"m.{fmt}")
+    monkeypatch.setitem(sys.modules, fmt, None)  # the graph parser, as on a device
+    code, out, err = run(capsys, "inspect", path)
+    assert code == 0, err
+    assert f"classes      {model.classes.size}: " in out and f"MACs/sample  {model.macs_per_sample:,}" in out
+    assert f"graph        not shown: {fmt} is not installed (pip install 'lastedge[export]')" in out
+    info = json.loads(run(capsys, "inspect", path, "--json")[1])
+    assert (info["n_features"], info["n_outputs"], info["precision"]) == (model.n_features, model.n_outputs, "fp32")
 
 
 def test_console_script_help():
