@@ -86,9 +86,9 @@ def _exported_info(path: Path) -> tuple[dict[str, Any], list[str]]:
         "graph": f"not shown: {missing} is not installed (pip install 'lastedge[export]')",
     }
     macs = "unknown" if info["macs_per_sample"] is None else f"{info['macs_per_sample']:,}"
+    size = f"{info['size_bytes'] / 1024:.1f} KiB"
     return info, field_lines([
-        ("file", f"{path} ({info['format']}, {info['size_bytes'] / 1024:.1f} KiB, {info['precision']}, "
-                 f"runs on {info['backend']})"),
+        ("file", f"{path} ({info['format']}, {size}, {info['precision']}, runs on {info['backend']})"),
         ("classes", _classes_shown(info["classes"])),
         ("features", f"{info['n_features']}, preprocess {info['preprocess']} ({where})"),
         ("outputs", info["n_outputs"]),
