@@ -113,13 +113,14 @@ class OnnxPredictor(Predictor):
         options.intra_op_num_threads = threads
         options.inter_op_num_threads = 1
         options.log_severity_level = 4  # errors are raised (and reported once) by us
+        self._errors = _onnxruntime_errors(ort)
         try:
             # onnxruntime prints its provider fallback for a broken file on stdout (it would spoil
             # a command's --json output); the error that follows is raised here either way
             with contextlib.redirect_stdout(io.StringIO()):
                 session = ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
             metadata = session.get_modelmeta().custom_metadata_map.get(METADATA_KEY)
-        except (*_onnxruntime_errors(ort), UnicodeDecodeError) as err:
+        except (*self._errors, UnicodeDecodeError) as err:
             raise ValueError(f"{path} is not a readable ONNX model ({_first_line(err)})") from None
         header = parse_header(metadata, str(path))
         inputs, outputs = session.get_inputs(), session.get_outputs()
@@ -134,7 +135,6 @@ class OnnxPredictor(Predictor):
                          macs_per_sample=header.macs_per_sample(n_features))
         self.session = session
         self._input, self._output = inputs[0].name, outputs[0].name
-        self._errors = _onnxruntime_errors(ort)
 
     def _scores(self, Z: np.ndarray) -> np.ndarray:
         try:

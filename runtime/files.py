@@ -16,6 +16,7 @@ from typing import Any
 
 import numpy as np
 
+from . import flatbuffer as fb
 from .preprocess import Preprocess
 
 KINDS = {".npz": "npz", ".onnx": "onnx", ".tflite": "tflite"}
@@ -117,70 +118,10 @@ def tflite_metadata(data: bytes, name: str = METADATA_KEY) -> bytes | None:
     Raises ``ValueError`` on a truncated or malformed flatbuffer.
     """
     try:
-        model = _root(data)
-        for entry in _tables(data, model, 6):
-            if _bytes(data, entry, 0) == name.encode():
-                return _buffer(data, _tables(data, model, 4)[_scalar(data, entry, 1, "<I")])
+        model = fb.root(data)
+        for entry in fb.tables(data, model, 6):
+            if fb.byte_vector(data, entry, 0) == name.encode():
+                return fb.buffer(data, fb.tables(data, model, 4)[fb.scalar(data, entry, 1, "<I")])
         return None
     except (struct.error, IndexError) as err:
         raise ValueError(f"truncated or malformed TFLite flatbuffer ({err})") from None
-
-
-def _read(fmt: str, data: bytes, pos: int) -> int:
-    if pos < 0 or pos + struct.calcsize(fmt) > len(data):
-        raise IndexError(f"offset {pos} outside the {len(data)}-byte file")
-    return struct.unpack_from(fmt, data, pos)[0]
-
-
-def _u32(data: bytes, pos: int) -> int:
-    return _read("<I", data, pos)
-
-
-def _root(data: bytes) -> int:
-    return _u32(data, 0)
-
-
-def _field(data: bytes, table: int, index: int) -> int | None:
-    """Absolute position of field ``index`` of the table at ``table``, or None if absent."""
-    vtable = table - _read("<i", data, table)
-    vt_size = _read("<H", data, vtable)
-    if 4 + 2 * index >= vt_size:
-        return None
-    offset = _read("<H", data, vtable + 4 + 2 * index)
-    return table + offset if offset else None
-
-
-def _vector(data: bytes, table: int, index: int) -> tuple[int, int]:
-    """(start, length) of the vector field ``index``; (0, 0) if absent."""
-    pos = _field(data, table, index)
-    if pos is None:
-        return 0, 0
-    start = pos + _u32(data, pos)
-    length = _u32(data, start)
-    return start + 4, length
-
-
-def _tables(data: bytes, table: int, index: int) -> list[int]:
-    start, length = _vector(data, table, index)
-    return [start + 4 * i + _u32(data, start + 4 * i) for i in range(length)]
-
-
-def _bytes(data: bytes, table: int, index: int) -> bytes:
-    start, length = _vector(data, table, index)
-    if start + length > len(data):
-        raise IndexError("vector runs past the end of the file")
-    return data[start:start + length]
-
-
-def _scalar(data: bytes, table: int, index: int, fmt: str) -> int:
-    pos = _field(data, table, index)
-    return _read(fmt, data, pos) if pos is not None else 0
-
-
-def _buffer(data: bytes, buffer: int) -> bytes:
-    offset, size = _scalar(data, buffer, 1, "<Q"), _scalar(data, buffer, 2, "<Q")
-    if offset > 1:  # large models keep buffers after the flatbuffer
-        if offset + size > len(data):
-            raise IndexError("buffer runs past the end of the file")
-        return data[offset:offset + size]
-    return _bytes(data, buffer, 0)

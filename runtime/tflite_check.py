@@ -13,7 +13,7 @@ from __future__ import annotations
 import math
 import struct
 
-from .files import _buffer, _field, _read, _root, _scalar, _u32
+from . import flatbuffer as fb
 
 # TensorType -> bytes per element, for the types an interpreter can hold in a buffer
 ELEMENT_BYTES = {0: 4, 1: 2, 2: 4, 3: 1, 4: 8, 6: 1, 7: 2, 9: 1, 10: 8, 15: 4, 16: 2}
@@ -29,54 +29,54 @@ def check_tflite_structure(data: bytes) -> None:
 
 
 def _check_model(data: bytes) -> None:
-    model = _table(data, _root(data))
-    codes = _tables(data, model, 1)
-    buffers = _tables(data, model, 4)
-    sizes = [len(_buffer(data, buffer)) for buffer in buffers]
-    subgraphs = _tables(data, model, 2)
+    model = fb.root(data)
+    codes = fb.tables(data, model, 1)
+    buffers = fb.tables(data, model, 4)
+    sizes = [len(fb.buffer(data, buffer)) for buffer in buffers]
+    subgraphs = fb.tables(data, model, 2)
     if not subgraphs:
         raise ValueError("the model has no subgraph")
     _string(data, model, 3)  # description
     for code in codes:
-        _scalar(data, code, 3, "<i")
+        fb.scalar(data, code, 3, "<i")
         _string(data, code, 1)  # custom code
-    for entry in _tables(data, model, 6):  # metadata: {name, buffer}
+    for entry in fb.tables(data, model, 6):  # metadata: {name, buffer}
         _string(data, entry, 0)
-        if _scalar(data, entry, 1, "<I") >= len(buffers):
+        if fb.scalar(data, entry, 1, "<I") >= len(buffers):
             raise ValueError("a metadata entry names a buffer the model does not have")
     for subgraph in subgraphs:
         _check_subgraph(data, subgraph, len(codes), sizes)
-    for signature in _tables(data, model, 7):
+    for signature in fb.tables(data, model, 7):
         _check_signature(data, signature, subgraphs)
 
 
 def _check_subgraph(data: bytes, subgraph: int, n_codes: int, buffer_sizes: list[int]) -> None:
     _string(data, subgraph, 4)  # name
-    tensors = _tables(data, subgraph, 0)
+    tensors = fb.tables(data, subgraph, 0)
     for index, tensor in enumerate(tensors):
         _check_tensor(data, tensor, index, buffer_sizes)
     for field in (1, 2):  # the subgraph's inputs and outputs
         _indices(data, subgraph, field, len(tensors), "a subgraph input/output", optional=False)
-    for operator in _tables(data, subgraph, 3):
-        if _scalar(data, operator, 0, "<I") >= n_codes:
+    for operator in fb.tables(data, subgraph, 3):
+        if fb.scalar(data, operator, 0, "<I") >= n_codes:
             raise ValueError("an operator names an operator code the model does not have")
         for field in (1, 2, 8):  # inputs, outputs, intermediates
             _indices(data, operator, field, len(tensors), "an operator input/output", optional=True)
-        options = _field(data, operator, 4)
+        options = fb.field(data, operator, 4)
         if options is not None:
-            _table(data, options + _u32(data, options))
-        _vector(data, operator, 5, 1)  # custom options
+            fb.table(data, options + fb.u32(data, options))
+        fb.vector(data, operator, 5, 1)  # custom options
 
 
 def _check_signature(data: bytes, signature: int, subgraphs: list[int]) -> None:
-    subgraph = _scalar(data, signature, 4, "<I")
+    subgraph = fb.scalar(data, signature, 4, "<I")
     if subgraph >= len(subgraphs):
         raise ValueError("a signature names a subgraph the model does not have")
-    n_tensors = _vector(data, subgraphs[subgraph], 0, 4)[1]
+    n_tensors = fb.vector(data, subgraphs[subgraph], 0, 4)[1]
     for field in (0, 1):  # the signature's inputs and outputs: {name, tensor_index}
-        for tensor_map in _tables(data, signature, field):
+        for tensor_map in fb.tables(data, signature, field):
             _string(data, tensor_map, 0)
-            if _scalar(data, tensor_map, 1, "<I") >= n_tensors:
+            if fb.scalar(data, tensor_map, 1, "<I") >= n_tensors:
                 raise ValueError("a signature names a tensor the subgraph does not have")
     _string(data, signature, 2)  # signature key
 
@@ -86,8 +86,8 @@ def _check_tensor(data: bytes, tensor: int, index: int, buffer_sizes: list[int])
     if len(shape) > MAX_RANK or any(d < 0 for d in shape):
         raise ValueError(f"tensor {index} has an impossible shape {shape}")
     _string(data, tensor, 3)  # name
-    kind = _scalar(data, tensor, 1, "<b")
-    buffer = _scalar(data, tensor, 2, "<I")
+    kind = fb.scalar(data, tensor, 1, "<b")
+    buffer = fb.scalar(data, tensor, 2, "<I")
     if buffer >= len(buffer_sizes):
         raise ValueError(f"tensor {index} names buffer {buffer}; the model has {len(buffer_sizes)}")
     if buffer_sizes[buffer]:
@@ -96,13 +96,13 @@ def _check_tensor(data: bytes, tensor: int, index: int, buffer_sizes: list[int])
         if buffer_sizes[buffer] != math.prod(shape) * ELEMENT_BYTES[kind]:
             raise ValueError(f"tensor {index}'s buffer holds {buffer_sizes[buffer]} bytes, "
                              f"its shape {shape} needs {math.prod(shape) * ELEMENT_BYTES[kind]}")
-    quantization = _field(data, tensor, 4)
+    quantization = fb.field(data, tensor, 4)
     if quantization is not None:
-        quantization += _u32(data, quantization)
-        _table(data, quantization)
-        scales = _vector(data, quantization, 2, 4)[1]
-        zero_points = _vector(data, quantization, 3, 8)[1]
-        axis = _scalar(data, quantization, 6, "<i")
+        quantization += fb.u32(data, quantization)
+        fb.table(data, quantization)
+        scales = fb.vector(data, quantization, 2, 4)[1]
+        zero_points = fb.vector(data, quantization, 3, 8)[1]
+        axis = fb.scalar(data, quantization, 6, "<i")
         if zero_points not in (0, scales) or (scales > 1 and not 0 <= axis < len(shape)):
             raise ValueError(f"tensor {index} has inconsistent quantization parameters")
         if scales > 1 and shape[axis] != scales:
@@ -110,33 +110,14 @@ def _check_tensor(data: bytes, tensor: int, index: int, buffer_sizes: list[int])
     _ints(data, tensor, 7)  # shape signature
 
 
-def _table(data: bytes, table: int) -> int:
-    """``table`` after checking that it, its vtable and every field it lists lie inside ``data``."""
-    vtable = table - _read("<i", data, table)
-    vt_size, table_size = _read("<H", data, vtable), _read("<H", data, vtable + 2)
-    if vt_size < 4 or vt_size % 2 or vtable + vt_size > len(data) or table + table_size > len(data):
-        raise IndexError(f"table at {table} runs outside the file")
-    if any(offset >= table_size for offset in struct.unpack_from(f"<{vt_size // 2 - 2}H", data, vtable + 4)):
-        raise IndexError(f"a field of the table at {table} lies outside it")
-    return table
 
 
-def _vector(data: bytes, table: int, index: int, element_bytes: int) -> tuple[int, int]:
-    """(start, length) of a vector field whose elements lie inside ``data``; (0, 0) if absent."""
-    pos = _field(data, table, index)
-    if pos is None:
-        return 0, 0
-    start = pos + _u32(data, pos)
-    length = _u32(data, start)
-    if start + 4 + length * element_bytes > len(data):
-        raise IndexError(f"vector at {start} runs past the end of the file")
-    return start + 4, length
 
 
 def _string(data: bytes, table: int, index: int) -> None:
     """A string field: inside the file, terminated, UTF-8 (interpreters decode names)."""
-    start, length = _vector(data, table, index, 1)
-    if (start or length) and _read("<B", data, start + length) != 0:
+    start, length = fb.vector(data, table, index, 1)
+    if (start or length) and fb.read("<B", data, start + length) != 0:
         raise IndexError(f"string at {start} is not terminated")
     try:
         data[start:start + length].decode("utf-8")
@@ -144,13 +125,10 @@ def _string(data: bytes, table: int, index: int) -> None:
         raise ValueError(f"string at {start} is not UTF-8 text") from None
 
 
-def _tables(data: bytes, table: int, index: int) -> list[int]:
-    start, length = _vector(data, table, index, 4)
-    return [_table(data, start + 4 * i + _u32(data, start + 4 * i)) for i in range(length)]
 
 
 def _ints(data: bytes, table: int, index: int) -> list[int]:
-    start, length = _vector(data, table, index, 4)
+    start, length = fb.vector(data, table, index, 4)
     return list(struct.unpack_from(f"<{length}i", data, start)) if length else []
 
 

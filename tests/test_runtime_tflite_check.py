@@ -7,10 +7,11 @@ import struct
 
 import numpy as np
 import pytest
-from lastedge.runtime import load
-from lastedge.runtime.files import _buffer, _field, _read, _root, _scalar, _u32
-from lastedge.runtime.tflite_check import _tables, check_tflite_structure
 from test_runtime_backends import blobs, prototype_model
+
+from lastedge.runtime import flatbuffer as fb
+from lastedge.runtime import load
+from lastedge.runtime.tflite_check import check_tflite_structure
 
 pytest.importorskip("tflite")  # the exporter's schema package writes the files checked here
 from lastedge.export import to_tflite
@@ -25,7 +26,7 @@ def exported(request, tmp_path_factory) -> bytes:
 
 
 def first_subgraph(data: bytes) -> int:
-    return _tables(data, _root(data), 2)[0]
+    return fb.tables(data, fb.root(data), 2)[0]
 
 
 def with_u32(data: bytes, pos: int, value: int) -> bytes:
@@ -39,8 +40,8 @@ def test_every_exported_file_passes(exported):
 
 
 def test_a_field_outside_its_table(exported):
-    tensor = _tables(exported, first_subgraph(exported), 0)[0]
-    vtable = tensor - _read("<i", exported, tensor)
+    tensor = fb.tables(exported, first_subgraph(exported), 0)[0]
+    vtable = tensor - fb.read("<i", exported, tensor)
     damaged = bytearray(exported)
     struct.pack_into("<H", damaged, vtable + 4, 0x9300)  # field 0 far past the table's end
     with pytest.raises(ValueError, match="lies outside it"):
@@ -48,44 +49,44 @@ def test_a_field_outside_its_table(exported):
 
 
 def test_a_name_past_the_end_of_the_file(exported):
-    tensor = _tables(exported, first_subgraph(exported), 0)[-1]
-    name = _field(exported, tensor, 3)
+    tensor = fb.tables(exported, first_subgraph(exported), 0)[-1]
+    name = fb.field(exported, tensor, 3)
     with pytest.raises(ValueError, match="truncated or malformed"):
         check_tflite_structure(with_u32(exported, name, 0x26000000))
 
 
 def test_an_operator_input_that_is_not_a_tensor(exported):
-    operator = _tables(exported, first_subgraph(exported), 3)[0]
-    inputs = _field(exported, operator, 1)
-    first_input = inputs + _u32(exported, inputs) + 4
+    operator = fb.tables(exported, first_subgraph(exported), 3)[0]
+    inputs = fb.field(exported, operator, 1)
+    first_input = inputs + fb.u32(exported, inputs) + 4
     with pytest.raises(ValueError, match="an operator input/output names a tensor"):
         check_tflite_structure(with_u32(exported, first_input, 999))
 
 
 def test_a_signature_tensor_that_is_not_there(exported):
-    signatures = _tables(exported, _root(exported), 7)
+    signatures = fb.tables(exported, fb.root(exported), 7)
     if not signatures:
         pytest.skip("no signature in this file")
-    tensor_map = _tables(exported, signatures[0], 1)[0]  # the output: a tensor index > 0 is stored
+    tensor_map = fb.tables(exported, signatures[0], 1)[0]  # the output: a tensor index > 0 is stored
     with pytest.raises(ValueError, match="a signature names a tensor"):
-        check_tflite_structure(with_u32(exported, _field(exported, tensor_map, 1), 999))
+        check_tflite_structure(with_u32(exported, fb.field(exported, tensor_map, 1), 999))
 
 
 def test_a_constant_whose_buffer_is_not_its_shape(exported):
     subgraph = first_subgraph(exported)
-    tensors = _tables(exported, subgraph, 0)
-    sizes = [len(_buffer(exported, b)) for b in _tables(exported, _root(exported), 4)]
-    constant = next(t for t in tensors if sizes[_scalar(exported, t, 2, "<I")])
-    shape = _field(exported, constant, 0)
-    first_dim = shape + _u32(exported, shape) + 4
-    dim = _u32(exported, first_dim)
+    tensors = fb.tables(exported, subgraph, 0)
+    sizes = [len(fb.buffer(exported, b)) for b in fb.tables(exported, fb.root(exported), 4)]
+    constant = next(t for t in tensors if sizes[fb.scalar(exported, t, 2, "<I")])
+    shape = fb.field(exported, constant, 0)
+    first_dim = shape + fb.u32(exported, shape) + 4
+    dim = fb.u32(exported, first_dim)
     with pytest.raises(ValueError, match="buffer holds .* bytes, its shape .* needs"):
         check_tflite_structure(with_u32(exported, first_dim, dim + 1))
 
 
 def test_load_refuses_a_damaged_file_by_name(exported, tmp_path):
-    tensor = _tables(exported, first_subgraph(exported), 0)[-1]
+    tensor = fb.tables(exported, first_subgraph(exported), 0)[-1]
     path = tmp_path / "damaged.tflite"
-    path.write_bytes(with_u32(exported, _field(exported, tensor, 3), 0x26000000))
+    path.write_bytes(with_u32(exported, fb.field(exported, tensor, 3), 0x26000000))
     with pytest.raises(ValueError, match=f"{path}: truncated or malformed TFLite flatbuffer"):
         load(path).predict(np.zeros((1, 24)))
