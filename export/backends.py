@@ -13,6 +13,9 @@ from typing import Callable
 
 import numpy as np
 
+from lastedge.runtime.backends import dequantize, quantize
+from lastedge.runtime.native_log import without_native_lines
+
 Runner = Callable[[str, np.ndarray], np.ndarray]
 
 # backend name -> (format, module providing it)
@@ -54,21 +57,14 @@ def _run_onnxruntime(path: str, rows: np.ndarray) -> np.ndarray:
 
 
 def _run_tflite(module: str, path: str, rows: np.ndarray) -> np.ndarray:
-    interpreter = importlib.import_module(module).Interpreter(model_path=path)
-    inp, out = interpreter.get_input_details()[0], interpreter.get_output_details()[0]
-    interpreter.resize_tensor_input(inp["index"], list(rows.shape))
-    interpreter.allocate_tensors()
-    x = rows
-    if inp["dtype"] == np.int8:
-        scale, zero_point = inp["quantization"]
-        x = np.clip(np.round(rows / scale) + zero_point, -128, 127).astype(np.int8)
-    interpreter.set_tensor(inp["index"], x)
+    with without_native_lines():
+        interpreter = importlib.import_module(module).Interpreter(model_path=path)
+        inp, out = interpreter.get_input_details()[0], interpreter.get_output_details()[0]
+        interpreter.resize_tensor_input(inp["index"], list(rows.shape))
+        interpreter.allocate_tensors()
+    interpreter.set_tensor(inp["index"], quantize(rows, inp))
     interpreter.invoke()
-    scores = interpreter.get_tensor(out["index"])
-    if out["dtype"] == np.int8:
-        scale, zero_point = out["quantization"]
-        scores = (scores.astype(np.float32) - zero_point) * np.float32(scale)
-    return scores
+    return dequantize(interpreter.get_tensor(out["index"]), out)
 
 
 def run(backend: str, path: str | Path, rows: np.ndarray) -> np.ndarray:

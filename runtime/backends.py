@@ -25,6 +25,7 @@ import numpy as np
 from .blas import blas_threads, openblas
 from .files import METADATA_KEY, parse_header, tflite_metadata
 from .model import Model, check_input, labels_from_scores
+from .native_log import without_native_lines
 from .preprocess import Preprocess
 from .tflite_check import check_tflite_structure
 
@@ -155,8 +156,9 @@ class TFLitePredictor(Predictor):
             raise ValueError(f"{path}: {err}") from None
         header = parse_header(metadata, str(path))
         try:
-            interp = interpreter(model_content=content, num_threads=threads)
-            interp.allocate_tensors()
+            with without_native_lines():  # the interpreter's XNNPACK INFO line at every load
+                interp = interpreter(model_content=content, num_threads=threads)
+                interp.allocate_tensors()
             self._in, self._out = interp.get_input_details()[0], interp.get_output_details()[0]
         except (ValueError, RuntimeError, SystemError, IndexError) as err:
             raise ValueError(f"{path} is not a readable TFLite model ({_first_line(err)})") from None

@@ -6,6 +6,8 @@ built from data, no training needed) and ``export`` (one model to every file kin
 
 from __future__ import annotations
 
+import os
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -13,6 +15,7 @@ import pytest
 
 from lastedge.runtime import Model, Preprocess, load
 from lastedge.runtime.loading import _installed
+from lastedge.runtime.native_log import without_native_lines
 
 lastedge_export = pytest.importorskip("lastedge.export")
 
@@ -185,3 +188,24 @@ def test_threads_do_not_change_scores(multiclass):
         one = load(path, threads=1).decision_function(X[:300])
         two = load(path, threads=2).decision_function(X[:300])
         np.testing.assert_allclose(one, two, rtol=1e-5, atol=1e-5)
+
+
+def test_native_info_lines_are_dropped_and_other_lines_kept(capfd):
+    with without_native_lines((b"INFO: chatter",)):
+        os.write(2, b"INFO: chatter from C++\nWARNING: something real\n")
+        print("python's own stderr line", file=sys.stderr)
+    err = capfd.readouterr().err
+    assert "chatter" not in err
+    assert "WARNING: something real" in err and "python's own stderr line" in err
+
+
+@pytest.mark.skipif(not HAS_LITERT, reason="litert missing")
+def test_loading_and_exporting_a_tflite_file_prints_nothing(tmp_path, capfd):
+    """LiteRT logs "INFO: Created TensorFlow Lite XNNPACK delegate for CPU." at each load."""
+    X, y = blobs()
+    model = prototype_model(X, y)
+    path = lastedge_export.to_tflite(model, tmp_path / "m.tflite")
+    lastedge_export.measure_parity(model, path, X)
+    load(path).predict(X[:5])
+    captured = capfd.readouterr()
+    assert captured.err == "" and captured.out == ""
