@@ -19,7 +19,7 @@ from sklearn.exceptions import ConvergenceWarning
 
 from lastedge.runtime import load
 from lastedge.train import LASTClassifier
-from lastedge.train.data import load_dataset
+from lastedge.runtime.data import load_dataset
 
 NAMES = np.array(["zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine"])
 

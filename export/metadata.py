@@ -9,8 +9,6 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import os
-from pathlib import Path
 from typing import Any
 
 from lastedge import __version__
@@ -89,13 +87,3 @@ def loads(text: str | bytes, source: str) -> dict[str, Any]:
     if not isinstance(metadata, dict) or metadata.get("format") != FILE_FORMAT:
         raise ValueError(f"{source}: the {METADATA_KEY!r} metadata is not lastedge export metadata")
     return metadata
-
-
-def check_output_path(path: str | os.PathLike, suffix: str) -> Path:
-    """Refuse a path whose suffix is not the format's or whose folder does not exist."""
-    path = Path(path)
-    if path.suffix.lower() != suffix:
-        raise ValueError(f"{suffix[1:].upper()} files must end in {suffix}, got {path.name!r}")
-    if not (path.parent if str(path.parent) else Path(".")).is_dir():
-        raise ValueError(f"cannot write {path}: folder {path.parent} does not exist")
-    return path

@@ -13,11 +13,11 @@ from typing import Any
 
 import numpy as np
 
-from lastedge.runtime import Model, write_atomically
+from lastedge.runtime import Model, check_output_path, write_atomically
 
 from .atom_scaling import graph_parameters
 from .calibration import DEFAULT_MARGIN, Ranges
-from .metadata import METADATA_KEY, build_metadata, check_model, check_output_path, dumps
+from .metadata import METADATA_KEY, build_metadata, check_model, dumps
 
 OPSET = 17
 IR_VERSION = 8
@@ -154,7 +154,7 @@ def to_onnx(
     margin : widen each calibrated range by this fraction of its width (see ``calibration``).
     """
     model = check_model(model)
-    path = check_output_path(path, ".onnx")
+    path = check_output_path(path, ".onnx", "the output")
     in_graph = with_preprocessing and model.preprocess.kind != "none"
     quantization = None
     if not int8:

@@ -18,11 +18,11 @@ from typing import Any
 
 import numpy as np
 
-from lastedge.runtime import Model, write_atomically
+from lastedge.runtime import Model, check_output_path, write_atomically
 
 from .atom_scaling import graph_parameters
 from .calibration import DEFAULT_MARGIN, Ranges
-from .metadata import METADATA_KEY, build_metadata, check_model, check_output_path, dumps
+from .metadata import METADATA_KEY, build_metadata, check_model, dumps
 from .quantize import affine_params, int32_bias, symmetric_weights
 from .schema import check_schema
 
@@ -260,7 +260,7 @@ def to_tflite(
     """
     tfl = check_schema()
     model = check_model(model)
-    path = check_output_path(path, ".tflite")
+    path = check_output_path(path, ".tflite", "the output")
     ranges = None
     if int8:
         ranges = Ranges.measure(model, calibration, margin)

@@ -56,7 +56,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 def run_demo(args: argparse.Namespace) -> int:
     """``lastedge demo``: comparison table, export table, bench table, total time."""
-    from lastedge.train.data import load_dataset
+    from lastedge.runtime.data import load_dataset
 
     start = time.perf_counter()
     settings = QUICK if args.quick else FULL

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from lastedge.runtime.model import Model, write_atomically
+from lastedge.runtime.model import Model, check_output_path, write_atomically
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -41,11 +41,7 @@ def new_figure(size: tuple[float, float]) -> Figure:
 def check_figure_path(path: str | os.PathLike) -> Path:
     """``path`` if a figure can be written there: a .png/.pdf/.svg name in an existing folder, and
     matplotlib installed. Commands call it before long work, so a typo does not lose the work."""
-    path = Path(path)
-    if path.suffix.lower().lstrip(".") not in FORMATS:
-        raise ValueError(f"the figure must be a {', '.join('.' + f for f in FORMATS)} file, got {path.name!r}")
-    if not (path.parent if str(path.parent) else Path(".")).is_dir():
-        raise ValueError(f"cannot write {path}: folder {path.parent} does not exist")
+    path = check_output_path(path, tuple(f".{f}" for f in FORMATS), "the figure")
     try:
         import matplotlib  # noqa: F401
     except ImportError:

@@ -7,8 +7,8 @@ is loaded.
 from .backends import Predictor
 from .bench import bench, format_table
 from .loading import load
-from .model import Model, check_input, write_atomically
+from .model import Model, check_input, check_output_path, write_atomically
 from .preprocess import Preprocess
 
-__all__ = ["Model", "Predictor", "Preprocess", "bench", "check_input", "format_table", "load",
-           "write_atomically"]
+__all__ = ["Model", "Predictor", "Preprocess", "bench", "check_input", "check_output_path", "format_table",
+           "load", "write_atomically"]

@@ -1,13 +1,50 @@
-"""CLI commands of the runtime part (``lastedge bench``)."""
+"""CLI commands of the runtime part, the ones a device runs (``lastedge predict``, ``lastedge bench``)."""
 
 from __future__ import annotations
 
 import argparse
 import json
+import sys
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+SHOWN_PREDICTIONS = 10
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     """Add this part's sub-commands to the ``lastedge`` parser."""
+    _register_predict(subparsers)
+    _register_bench(subparsers)
+
+
+def _register_predict(subparsers: argparse._SubParsersAction) -> None:
+    p = subparsers.add_parser(
+        "predict", help="classify rows with a model file and report accuracy",
+        description="Classify rows with a model (.npz, or an exported .onnx/.tflite). Rows: "
+                    "'digits' and .npz archives give their held-out part (X_test/y_test; digits "
+                    "split as by 'train --seed 0'), or X_train/y_train when there is none; a CSV "
+                    "(a file, or '-' for stdin) gives all its rows, with a label column unless "
+                    "--no-labels. Prints the accuracy when labels are known and the first "
+                    "predictions (all with --json or --out).")
+    p.add_argument("model", help="model file (.npz, .onnx or .tflite)")
+    p.add_argument("--data", required=True, metavar="PATH|digits|-",
+                   help="rows to classify; - reads CSV rows from stdin")
+    p.add_argument("--label-column", default="-1", metavar="C",
+                   help="CSV label column: name or index (default -1, the last)")
+    p.add_argument("--no-labels", action="store_true",
+                   help="the CSV has feature columns only (no accuracy is printed)")
+    p.add_argument("--json", action="store_true", help="print JSON with every prediction")
+    p.add_argument("--out", metavar="PATH", default=None,
+                   help="also write every row's prediction and scores to this .csv file")
+    p.add_argument("--plot", metavar="PATH", default=None,
+                   help="with labels: also draw the confusion matrix to this .png/.pdf/.svg file "
+                        "(needs matplotlib)")
+    p.set_defaults(func=run_predict)
+
+
+def _register_bench(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
         "bench", help="measure on-device latency of model files, side by side",
         description="Load each FILE (.npz, .onnx, .tflite), time it in alternating rounds, and "
@@ -69,3 +106,106 @@ def _cpu_list(text: str) -> list[int]:
     except ValueError:
         raise argparse.ArgumentTypeError(f"expected cores like 0 or 0-1 or 0,2, got {text!r}") from None
     return cpus
+
+
+def run_predict(args: argparse.Namespace) -> int:
+    """``lastedge predict``: classify rows, print accuracy (with labels) and predictions."""
+    from .loading import load
+    from .model import check_output_path, labels_from_scores
+
+    out = None if args.out is None else check_output_path(args.out, ".csv", "--out")
+    if args.plot is not None:
+        from lastedge.figures import check_figure_path
+
+        if args.no_labels:
+            raise ValueError("--plot draws the confusion matrix, which needs labels; drop --no-labels")
+        check_figure_path(args.plot)
+    predictor = load(args.model)
+    X, y, source = _predict_rows(args)
+    scores = predictor.decision_function(X)
+    labels = labels_from_scores(predictor.classes, scores)
+    result: dict[str, Any] = {"model": args.model, "data": source, "rows": len(labels), "accuracy": None}
+    if y is not None:
+        names, matrix = confusion(y, labels, predictor.classes)
+        result.update(accuracy=float(np.mean(labels == y)),
+                      confusion={"labels": names, "matrix": matrix.tolist()})
+    result["predictions"] = labels.tolist()
+    if out is not None:
+        _write_predictions(out, predictor.classes, labels, scores)
+        result["out"] = str(out)
+    if args.plot is not None:
+        from lastedge.figures import confusion_chart
+
+        title = f"{Path(args.model).name} on {source}: accuracy {result['accuracy']:.2%}"
+        result["figure"] = str(confusion_chart(matrix, names, args.plot, title))
+    if args.json:
+        print(json.dumps(result, indent=2))
+        return 0
+    if y is not None:
+        print(f"accuracy {result['accuracy']:.2%} on {len(labels)} rows ({source})")
+        print(_most_confused(names, matrix))
+    shown = " ".join(map(str, labels[:SHOWN_PREDICTIONS].tolist()))
+    print(f"predictions (first {min(SHOWN_PREDICTIONS, len(labels))} of {len(labels)}): {shown}")
+    if out is not None:
+        print(f"wrote {out}: prediction and scores of every row")
+    if args.plot is not None:
+        print(f"wrote {result['figure']}: confusion matrix")
+    return 0
+
+
+def confusion(y_true: np.ndarray, y_pred: np.ndarray, classes: np.ndarray) -> tuple[list, np.ndarray]:
+    """(labels, counts): ``counts[i, j]`` rows of true label i predicted as j. The labels are the
+    model's classes, then any true label the model does not know."""
+    names = classes.tolist()
+    names += sorted(set(y_true.tolist()) - set(names), key=str)
+    index = {name: i for i, name in enumerate(names)}
+    matrix = np.zeros((len(names), len(names)), dtype=np.int64)
+    np.add.at(matrix, ([index[v] for v in y_true.tolist()], [index[v] for v in y_pred.tolist()]), 1)
+    return names, matrix
+
+
+def _most_confused(names: list, matrix: np.ndarray, shown: int = 3) -> str:
+    """One line: the largest off-diagonal counts of a confusion matrix."""
+    errors = matrix * (1 - np.eye(len(names), dtype=matrix.dtype))
+    order = [ij for ij in zip(*np.unravel_index(np.argsort(-errors, axis=None, kind="stable"), errors.shape))
+             if errors[ij]][:shown]
+    if not order:
+        return "no row misclassified"
+    pairs = ", ".join(f"{names[i]} as {names[j]} ({errors[i, j]})" for i, j in order)
+    return f"most confused (true as predicted): {pairs}"
+
+
+def _write_predictions(path: Path, classes: np.ndarray, labels: np.ndarray, scores: np.ndarray) -> None:
+    """CSV, one line per row: the label, then the scores (binary: one score, > 0 means classes[1])."""
+    import csv
+    import io
+
+    from .model import write_atomically
+
+    names = ["score"] if scores.ndim == 1 else [f"score_{c}" for c in classes.tolist()]
+    text = io.StringIO()
+    writer = csv.writer(text, lineterminator="\n")
+    writer.writerow(["prediction", *names])
+    writer.writerows([label, *(f"{v:.6g}" for v in np.atleast_1d(row))]
+                     for label, row in zip(labels.tolist(), scores))
+    write_atomically(path, lambda f: f.write(text.getvalue().encode("utf-8")))
+
+
+def _predict_rows(args: argparse.Namespace) -> tuple[np.ndarray, np.ndarray | None, str]:
+    """(X, labels or None, description) for ``predict --data``."""
+    from .data import load_csv, load_dataset
+
+    if args.data == "-":
+        X, y = load_csv(sys.stdin, None if args.no_labels else args.label_column)
+        return X, y, "CSV rows from stdin"
+    if Path(args.data).suffix.lower() == ".csv":
+        if not Path(args.data).is_file():
+            raise ValueError(f"no such data file: {args.data}")
+        X, y = load_csv(args.data, None if args.no_labels else args.label_column)
+        return X, y, f"{args.data}, all rows"
+    if args.no_labels:
+        raise ValueError("--no-labels applies to CSV files only")
+    data = load_dataset(args.data)
+    if data.has_test:
+        return data.X_test, data.y_test, f"{data.name}, held-out part"
+    return data.X_train, data.y_train, f"{data.name}, X_train"

@@ -271,6 +271,19 @@ def _text(arrays: dict[str, np.ndarray], key: str, source: str) -> str:
     return str(value)
 
 
+def check_output_path(path: str | os.PathLike, suffixes: str | tuple[str, ...], what: str) -> Path:
+    """``path`` if a file can be written there: its suffix one of ``suffixes`` (e.g. ".npz"), its
+    folder existing. Called before long work, so that a typo does not lose the work; ``what`` names
+    the path in the message ("--out", "the figure")."""
+    path = Path(path)
+    suffixes = (suffixes,) if isinstance(suffixes, str) else suffixes
+    if path.suffix.lower() not in suffixes:
+        raise ValueError(f"{what} must be a {', '.join(suffixes)} file, got {path.name!r}")
+    if not (path.parent if str(path.parent) else Path(".")).is_dir():
+        raise ValueError(f"cannot write {path}: folder {path.parent} does not exist")
+    return path
+
+
 def write_atomically(path: str | os.PathLike, write) -> None:
     """Call ``write(file)`` on a temp file beside ``path``, then rename it over ``path``.
 

@@ -13,8 +13,8 @@ TINY_LAST = dict(n_atoms=4, max_dca_iter=2, inner_iter=30, preprocess="center-l2
 
 @pytest.fixture(scope="session")
 def digits_data():
-    """scikit-learn digits split 75/25 (stratified, seed 0) as a ``train.data.Dataset``."""
-    from lastedge.train.data import load_dataset
+    """scikit-learn digits split 75/25 (stratified, seed 0) as a ``runtime.data.Dataset``."""
+    from lastedge.runtime.data import load_dataset
 
     return load_dataset("digits")
 

@@ -277,7 +277,7 @@ def mark_encrypted(path: Path) -> Path:
      "neither 'digits' nor an existing file"),
     (["train", "--data", "digits", "--atoms", "0", "--out", "{d}/m.npz"],
      "n_atoms must be an integer >= 1, got 0"),
-    (["train", "--data", "digits", *TINY, "--out", "{d}/m.txt"], "--out must name a .npz file"),
+    (["train", "--data", "digits", *TINY, "--out", "{d}/m.txt"], "--out must be a .npz file"),
     (["train", "--data", "digits", *TINY, "--out", "{d}/no/m.npz"], "folder .* does not exist"),
     (["train", "--data", "{d}/notes.txt", *TINY, "--out", "{d}/m.npz"],
      "unsupported data file 'notes.txt'"),
@@ -306,7 +306,7 @@ def mark_encrypted(path: Path) -> Path:
     (["predict", "{model}", "--data", "{d}/narrow.csv"], "X has 2 features, the model expects 64"),
     (["predict", "{model}", "--data", "digits", "--no-labels"],
      "--no-labels applies to CSV files only"),
-    (["predict", "{model}", "--data", "digits", "--out", "{d}/m.npz"], "--out must name a .csv file"),
+    (["predict", "{model}", "--data", "digits", "--out", "{d}/m.npz"], "--out must be a .csv file"),
     (["predict", "{model}", "--data", "{d}/narrow.csv", "--no-labels", "--plot", "{d}/c.png"],
      "--plot draws the confusion matrix, which needs labels"),
     (["inspect", "{d}/corrupt.npz"], "not a readable lastedge model file"),
@@ -337,7 +337,7 @@ def test_user_errors_are_one_line(capsys, bad_files, tiny_model_file, argv, mess
 
 
 def test_confusion_counts_true_labels_the_model_does_not_know():
-    from lastedge.train.commands import _most_confused, confusion
+    from lastedge.runtime.commands import _most_confused, confusion
 
     names, matrix = confusion(np.array(["b", "a", "a", "zebra"]), np.array(["b", "b", "a", "a"]),
                               np.array(["a", "b"]))

@@ -1,5 +1,9 @@
-"""Load training data: ``.npz`` (X_train, y_train, X_test, y_test), CSV with a label column, or the
-built-in ``digits`` (scikit-learn's 8x8 digits, shipped with scikit-learn, no download)."""
+"""Labelled rows from a data source, for ``lastedge train`` and ``lastedge predict``: ``.npz``
+(X_train, y_train, X_test, y_test), CSV with a label column, or the built-in ``digits``
+(scikit-learn's 8x8 digits, shipped with scikit-learn, no download).
+
+Reading ``.npz`` and CSV files needs numpy only, so ``predict`` runs on a device's base install;
+scikit-learn is imported for ``digits`` and for splitting a CSV into train and test parts."""
 
 from __future__ import annotations
 
@@ -11,7 +15,7 @@ from typing import TextIO
 
 import numpy as np
 
-from lastedge.runtime.model import NPZ_ERRORS
+from .model import NPZ_ERRORS
 
 NPZ_KEYS = ("X_train", "y_train", "X_test", "y_test")
 

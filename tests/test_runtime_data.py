@@ -1,4 +1,4 @@
-"""``train.data.load_dataset`` and ``load_csv``: every source, and clear errors for bad files."""
+"""``runtime.data.load_dataset`` and ``load_csv``: every source, and clear errors for bad files."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import io
 import numpy as np
 import pytest
 
-from lastedge.train.data import load_csv, load_dataset
+from lastedge.runtime.data import load_csv, load_dataset
 
 
 def write(path, text: str):
