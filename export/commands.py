@@ -21,7 +21,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--out", required=True, help="output file (.onnx or .tflite)")
     p.add_argument("--int8", action="store_true", help="quantize to int8")
     p.add_argument("--calibration", metavar="PATH|digits",
-                   help="rows for int8 calibration and the parity check (.npz/.npy/.csv or 'digits')")
+                   help="rows for int8 calibration and the parity check (.npz/.npy/.csv, a folder "
+                        "of IDX files or images, or 'digits')")
     p.add_argument("--dynamic", action="store_true",
                    help="ONNX int8 without calibration data (weights int8, activations at run time)")
     p.add_argument("--per-channel", action="store_true",

@@ -2,7 +2,7 @@
 
 A source is ``digits`` (scikit-learn's 8x8 digits) or a path: ``.npz`` with ``X_train`` and
 ``X_test`` (and ``y_test``), or ``X`` (and ``y``); ``.npy`` (one 2-D array); ``.csv`` (numbers
-only, one row per line). With a train/test split, calibration uses training rows and parity the
+only, one row per line); a folder of IDX files or of images (``lastedge.runtime.data``). With a train/test split, calibration uses training rows and parity the
 test rows; with one array, the first 70 % calibrate and the rest are held out.
 """
 
@@ -13,6 +13,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
+from lastedge.runtime.data import load_dataset
 from lastedge.runtime.model import NPZ_ERRORS
 
 MAX_CALIBRATION_ROWS = 5000
@@ -38,8 +39,12 @@ def _read(source: str) -> tuple[np.ndarray, np.ndarray | None, np.ndarray | None
         X, y = load_digits(return_X_y=True)
         return X, None, None, y
     path = Path(source)
+    if path.is_dir():  # IDX files or images, read as `lastedge train` reads them
+        data = load_dataset(source)
+        return (data.X_train, data.X_test if data.has_test else None,
+                data.y_test if data.has_test else None, None)
     if not path.is_file():
-        raise FileNotFoundError(f"no such data file: {path} (or use 'digits')")
+        raise FileNotFoundError(f"no such data file or folder: {path} (or use 'digits')")
     suffix = path.suffix.lower()
     if suffix == ".csv":
         return np.loadtxt(path, delimiter=",", ndmin=2), None, None, None

@@ -30,7 +30,7 @@ USER_ERRORS = (ValueError, TypeError, ImportError, OSError, zipfile.BadZipFile, 
 EXTRA_OF_MODULE = {
     "torch": "train", "sklearn": "train", "scipy": "train", "threadpoolctl": "train", "tqdm": "train",
     "onnx": "export", "flatbuffers": "export", "tflite": "export",
-    "onnxruntime": "onnx", "ai_edge_litert": "tflite", "matplotlib": "plot",
+    "onnxruntime": "onnx", "ai_edge_litert": "tflite", "matplotlib": "plot", "PIL": "images",
 }
 
 

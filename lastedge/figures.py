@@ -176,8 +176,12 @@ def strongest_atoms(model: Model, per_output: int) -> tuple[dict[str, np.ndarray
 def model_atoms(model: Model, path: str | os.PathLike, image_shape: tuple[int, ...] | None = None,
                 channels_first: bool = False, per_output: int = ATOMS_PER_ROW) -> Path:
     """Draw each output's strongest atoms as images, one row per class, captioned with whether the
-    atom votes for or against it. ``image_shape`` defaults to a square grayscale image when the
-    number of features is a perfect square."""
+    atom votes for or against it. ``image_shape`` defaults to the shape the training data's images
+    had (recorded by ``lastedge train``), else a square grayscale image when the number of
+    features is a perfect square."""
+    data = model.meta.get("data")
+    if image_shape is None and isinstance(data, dict) and data.get("image_shape"):
+        image_shape = tuple(int(n) for n in data["image_shape"])
     if image_shape is None:
         side = math.isqrt(model.n_features)
         if side * side != model.n_features:

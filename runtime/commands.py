@@ -23,8 +23,9 @@ def _register_predict(subparsers: argparse._SubParsersAction) -> None:
     p = subparsers.add_parser(
         "predict", help="classify rows with a model file and report accuracy",
         description="Classify rows with a model (.npz, or an exported .onnx/.tflite). Rows: "
-                    "'digits' and .npz archives give their held-out part (X_test/y_test; digits "
-                    "split as by 'train --seed 0'), or X_train/y_train when there is none; a CSV "
+                    "'digits', .npz archives and IDX or image folders give their held-out part "
+                    "(X_test/y_test, test/; digits and unsplit folders split as by 'train --seed "
+                    "0'), or the training rows when there is none; a CSV "
                     "(a file, or '-' for stdin) gives all its rows, with a label column unless "
                     "--no-labels. Prints the accuracy when labels are known and the first "
                     "predictions (all with --json or --out).")
@@ -208,4 +209,4 @@ def _predict_rows(args: argparse.Namespace) -> tuple[np.ndarray, np.ndarray | No
     data = load_dataset(args.data)
     if data.has_test:
         return data.X_test, data.y_test, f"{data.name}, held-out part"
-    return data.X_train, data.y_train, f"{data.name}, X_train"
+    return data.X_train, data.y_train, f"{data.name}, training rows"

@@ -1,9 +1,11 @@
 """Labelled rows from a data source, for ``lastedge train`` and ``lastedge predict``: ``.npz``
-(X_train, y_train, X_test, y_test), CSV with a label column, or the built-in ``digits``
-(scikit-learn's 8x8 digits, shipped with scikit-learn, no download).
+(X_train, y_train, X_test, y_test), CSV with a label column, a folder of IDX files (MNIST's
+format, :mod:`.idx`), an image folder (one subfolder per class, :mod:`.images`), or the built-in
+``digits`` (scikit-learn's 8x8 digits, shipped with scikit-learn, no download).
 
-Reading ``.npz`` and CSV files needs numpy only, so ``predict`` runs on a device's base install;
-scikit-learn is imported for ``digits`` and for splitting a CSV into train and test parts."""
+Reading ``.npz``, CSV and IDX files needs numpy only, so ``predict`` runs on a device's base
+install; scikit-learn is imported for ``digits`` and for splitting a source without a test part
+into train and test parts, Pillow for image folders."""
 
 from __future__ import annotations
 
@@ -15,6 +17,8 @@ from typing import TextIO
 
 import numpy as np
 
+from .idx import IDX_PARTS, idx_files, read_idx
+from .images import image_split, read_image_folder
 from .model import NPZ_ERRORS
 
 NPZ_KEYS = ("X_train", "y_train", "X_test", "y_test")
@@ -29,6 +33,7 @@ class Dataset:
     X_test: np.ndarray
     y_test: np.ndarray
     name: str
+    image_shape: tuple[int, ...] | None = None  # each row is an image of this shape (H, W[, 3])
 
     @property
     def has_test(self) -> bool:
@@ -37,27 +42,80 @@ class Dataset:
 
 def load_dataset(source: str, *, label_column: str | int = -1, test_size: float = 0.25,
                  random_state: int = 0) -> Dataset:
-    """Read ``source``: ``"digits"``, a ``.npz`` archive or a ``.csv`` file.
+    """Read ``source``: ``"digits"``, a ``.npz`` archive, a ``.csv`` file, or a folder of IDX
+    files or of images.
 
     ``.npz`` needs ``X_train`` and ``y_train``; ``X_test`` and ``y_test`` are optional (both or
-    neither). ``digits`` and CSV files are split into train and test parts (``test_size``,
-    ``random_state``; stratified unless a class is too small for that).
+    neither). An IDX folder needs the training images and labels, and may hold the test pair. An
+    image folder holds one subfolder per class, or ``train/`` and ``test/`` each holding them.
+    Sources without a test part (``digits``, CSV files, unsplit image folders) are split into
+    train and test parts (``test_size``, ``random_state``; stratified unless a class is too small
+    for that).
     """
     if source == "digits":
         from sklearn.datasets import load_digits
 
         X, y = load_digits(return_X_y=True)
-        return _split(X, y, "digits", test_size, random_state)
+        return _split(X, y, "digits", test_size, random_state, image_shape=(8, 8))
     path = Path(source)
+    if path.is_dir():
+        return _load_folder(path, test_size, random_state)
     if not path.is_file():
-        raise ValueError(f"data source {source!r} is neither 'digits' nor an existing file")
+        raise ValueError(f"data source {source!r} is neither 'digits' nor an existing file or folder")
     suffix = path.suffix.lower()
     if suffix == ".npz":
         return _load_npz(path)
     if suffix == ".csv":
         X, y = load_csv(path, label_column)
         return _split(X, y, path.stem, test_size, random_state)
-    raise ValueError(f"unsupported data file {path.name!r}: use .npz, .csv or 'digits'")
+    raise ValueError(f"unsupported data file {path.name!r}: use .npz, .csv, a folder of IDX files "
+                     "or of images, or 'digits'")
+
+
+def _load_folder(folder: Path, test_size: float, random_state: int) -> Dataset:
+    """An IDX folder when it holds IDX files, else an image folder."""
+    found = idx_files(folder)
+    if found:
+        return _load_idx(folder, found)
+    parts = image_split(folder)
+    if parts is None:
+        X, y, shape = read_image_folder(folder)
+        return _split(X, y, folder.name, test_size, random_state, image_shape=shape)
+    X_train, y_train, shape = read_image_folder(parts["train"])
+    if "test" not in parts:
+        return _split(X_train, y_train, folder.name, test_size, random_state, image_shape=shape)
+    X_test, y_test, test_shape = read_image_folder(parts["test"])
+    if test_shape != shape:
+        raise ValueError(f"{folder}: test images are {test_shape[1]}x{test_shape[0]}, training images "
+                         f"{shape[1]}x{shape[0]} (width x height)")
+    return Dataset(X_train, y_train, X_test, y_test, folder.name, image_shape=shape)
+
+
+def _load_idx(folder: Path, found: dict[tuple[str, str], Path]) -> Dataset:
+    missing = [IDX_PARTS[key] for key in (("train", "images"), ("train", "labels")) if key not in found]
+    if missing:
+        raise ValueError(f"{folder} lacks the IDX file of the {' and '.join(missing)} "
+                         "(e.g. train-images-idx3-ubyte.gz, train-labels-idx1-ubyte.gz)")
+    if (("test", "images") in found) != (("test", "labels") in found):
+        raise ValueError(f"{folder} has only one of the test images and test labels (give both or neither)")
+    parts, image_shape = {}, None
+    for part in ("train", "test"):
+        if (part, "images") not in found:
+            continue
+        images, labels = read_idx(found[part, "images"]), read_idx(found[part, "labels"])
+        what = f"{found[part, 'images'].name} / {found[part, 'labels'].name}"
+        if images.ndim < 2 or labels.ndim != 1 or len(images) != len(labels):
+            raise ValueError(f"{what}: expected images [rows, ...] and labels [rows], "
+                             f"got shapes {images.shape} and {labels.shape}")
+        parts[part] = (images.reshape(len(images), -1).astype(np.float32), labels.astype(np.int64))
+        if part == "train" and images.ndim >= 3:
+            image_shape = images.shape[1:]
+    X_train, y_train = parts["train"]
+    X_test, y_test = parts.get("test", (np.empty((0, X_train.shape[1]), np.float32), np.empty(0, np.int64)))
+    if X_test.shape[1] != X_train.shape[1]:
+        raise ValueError(f"{folder}: test images have {X_test.shape[1]} values, training images "
+                         f"{X_train.shape[1]}")
+    return Dataset(X_train, y_train, X_test, y_test, folder.name, image_shape=image_shape)
 
 
 def _load_npz(path: Path) -> Dataset:
@@ -165,7 +223,8 @@ def _is_int(text: str) -> bool:
     return text.strip().lstrip("+-").isdigit()
 
 
-def _split(X: np.ndarray, y: np.ndarray, name: str, test_size: float, random_state: int) -> Dataset:
+def _split(X: np.ndarray, y: np.ndarray, name: str, test_size: float, random_state: int,
+           image_shape: tuple[int, ...] | None = None) -> Dataset:
     """Stratified train/test split; unstratified when a class has too few rows to stratify."""
     from sklearn.model_selection import train_test_split
 
@@ -176,4 +235,4 @@ def _split(X: np.ndarray, y: np.ndarray, name: str, test_size: float, random_sta
     can_stratify = counts.min() >= 2 and min(n_test, len(y) - n_test) >= len(counts)
     X_train, X_test, y_train, y_test = train_test_split(
         X, y, test_size=test_size, random_state=random_state, stratify=y if can_stratify else None)
-    return Dataset(X_train, y_train, X_test, y_test, name)
+    return Dataset(X_train, y_train, X_test, y_test, name, image_shape)

@@ -12,6 +12,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
+
 ROOT = Path(__file__).resolve().parents[1]
 HEAVY = ("torch", "sklearn", "onnx", "onnxruntime", "ai_edge_litert", "tflite_runtime", "scipy")
 CHECK = (
@@ -62,6 +64,18 @@ def _check_device_commands(lastedge: Path, tmp_path: Path) -> None:
         assert done.returncode == 0, (args, done.stderr)
     done = run("predict", "m.npz", "--data", "rows.csv")  # the model answers class 0 for all three
     assert done.returncode == 0 and "accuracy 66.67% on 3 rows" in done.stdout, done.stderr
+    (tmp_path / "idx").mkdir()  # the same rows as MNIST-style IDX files: numpy reads them
+    for part in ("train", "t10k"):
+        (tmp_path / "idx" / f"{part}-images-idx2-ubyte").write_bytes(bytes([0, 0, 8, 2, 0, 0, 0, 3, 0, 0, 0, 3])
+                                                                     + np.eye(3, dtype=np.uint8).tobytes())
+        (tmp_path / "idx" / f"{part}-labels-idx1-ubyte").write_bytes(bytes([0, 0, 8, 1, 0, 0, 0, 3, 0, 1, 0]))
+    done = run("predict", "m.npz", "--data", "idx")
+    assert done.returncode == 0 and "accuracy 66.67% on 3 rows (idx, held-out part)" in done.stdout, done.stderr
+    (tmp_path / "photos" / "cat").mkdir(parents=True)
+    (tmp_path / "photos" / "cat" / "1.png").write_bytes(b"\x89PNG")
+    done = run("predict", "m.npz", "--data", "photos")  # images need Pillow, which is not here
+    assert done.returncode == 1 and "Traceback" not in done.stderr
+    assert done.stderr.strip().endswith("pip install 'lastedge[images]'")
     done = run("train", "--data", "rows.csv", "--atoms", "2", "--out", "x.npz")
     assert done.returncode == 1 and "Traceback" not in done.stderr
     assert done.stderr.strip().endswith("pip install 'lastedge[train]'")

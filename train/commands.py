@@ -26,10 +26,15 @@ def _register_train(subparsers: argparse._SubParsersAction) -> None:
     p = subparsers.add_parser(
         "train", help="train a soft-threshold classifier and save it (.npz)",
         description="Train LAST (DCA) or the SGD/Adam baseline on 'digits', an .npz archive "
-                    "(X_train, y_train[, X_test, y_test]) or a CSV file (one row per sample, one "
-                    "label column; split 75/25, stratified). Prints train/test accuracy, training "
-                    "time, feature sparsity and model size; writes the model atomically.")
-    p.add_argument("--data", required=True, metavar="PATH|digits", help="training data")
+                    "(X_train, y_train[, X_test, y_test]), a CSV file (one row per sample, one "
+                    "label column), a folder of IDX files (MNIST's format: train-images-idx3-ubyte"
+                    "[.gz], train-labels-..., optionally t10k-...) or an image folder (one "
+                    "subfolder per class, or train/ and test/ holding them; images of one size). "
+                    "Sources without a test part are split 75/25, stratified. Prints train/test "
+                    "accuracy, training time, feature sparsity and model size; writes the model "
+                    "atomically.")
+    p.add_argument("--data", required=True, metavar="PATH|digits",
+                   help="training data: .npz, .csv, a folder, or digits")
     p.add_argument("--atoms", required=True, type=int, metavar="N",
                    help="atoms per head (one head per class for > 2 classes; with --multiclass "
                         "shared, atoms in all), e.g. 25")
@@ -188,6 +193,8 @@ def _evaluate(estimator: Any, data: Any) -> dict[str, Any]:
                "feature_sparsity": round(estimator.feature_sparsity(rows), 5)}
     facts = {"source": data.name, "train_rows": len(data.X_train), "test_rows": len(data.X_test),
              "features": int(data.X_train.shape[1]), "classes": len(estimator.classes_)}
+    if data.image_shape is not None:  # lets `inspect --atoms` draw the atoms as these images
+        facts["image_shape"] = [int(n) for n in data.image_shape]
     return {"data": facts, "metrics": metrics}
 
 

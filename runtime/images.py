@@ -1,0 +1,95 @@
+"""Image folders: one subfolder of images per class, the layout most image data sets come in.
+
+``folder/<class>/*.png`` (any format Pillow reads) gives labelled rows, one flattened image per
+row: ``H*W`` grey values, or ``H*W*3`` RGB values (channels last) when any image has colour. A
+folder holding ``train/`` and ``test/`` (each with class subfolders) keeps that split. Every image
+must have the same size: resizing is a choice (crop, pad, scale) that belongs to the user.
+Pillow is imported on first use (``pip install 'lastedge[images]'``).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+
+IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".bmp", ".gif", ".tif", ".tiff", ".webp", ".pgm", ".ppm", ".pbm")
+GREY_MODES = ("1", "L", "LA", "P")  # "P" is checked for a grey palette below
+
+
+def image_split(folder: Path) -> dict[str, Path] | None:
+    """``{"train": folder/train, "test": folder/test}`` when ``folder`` is split that way (``test``
+    optional), else None."""
+    train = _child(folder, "train")
+    if train is None or not _class_folders(train):
+        return None
+    test = _child(folder, "test")
+    return {"train": train} if test is None else {"train": train, "test": test}
+
+
+def read_image_folder(folder: Path) -> tuple[np.ndarray, np.ndarray, tuple[int, ...]]:
+    """``(X float32 [m, H*W or H*W*3], labels [m], image shape)`` from ``folder/<class>/<image>``.
+
+    Labels are the subfolder names, as integers when every name is one. Files with other suffixes
+    (and hidden files) are skipped; a class folder without images is an error.
+    """
+    classes = _class_folders(folder)
+    if not classes:
+        raise ValueError(f"{folder} has no class subfolders: an image folder holds one subfolder "
+                         f"of images per class (e.g. {folder}/cat/1.png, {folder}/dog/2.png)")
+    paths, labels = [], []
+    for class_folder in classes:
+        images = [p for p in sorted(class_folder.iterdir())
+                  if p.is_file() and not p.name.startswith(".") and p.suffix.lower() in IMAGE_SUFFIXES]
+        if not images:
+            raise ValueError(f"class folder {class_folder} holds no images "
+                             f"({', '.join(IMAGE_SUFFIXES)})")
+        paths += images
+        labels += [class_folder.name] * len(images)
+    pixels = [_read_image(path) for path in paths]
+    colour = any(p.ndim == 3 for p in pixels)
+    if colour:
+        pixels = [p if p.ndim == 3 else np.repeat(p[..., None], 3, axis=2) for p in pixels]
+    first = pixels[0].shape
+    for path, p in zip(paths, pixels):
+        if p.shape[:2] != first[:2]:
+            raise ValueError(f"images differ in size: {paths[0].relative_to(folder)} is "
+                             f"{first[1]}x{first[0]}, {path.relative_to(folder)} is {p.shape[1]}x{p.shape[0]} "
+                             "(width x height); bring them to one size first")
+    X = np.stack(pixels).reshape(len(pixels), -1)
+    names = [c.name for c in classes]
+    as_int = all(name.lstrip("+-").isdigit() for name in names)
+    y = np.array([int(v) for v in labels]) if as_int else np.array(labels)
+    return X, y, first
+
+
+def _read_image(path: Path) -> np.ndarray:
+    """float32 [H, W] (grey) or [H, W, 3] (colour) values as stored (0-255 for 8-bit images)."""
+    from PIL import Image, UnidentifiedImageError
+
+    try:
+        with Image.open(path) as image:
+            image.load()
+            if image.mode in GREY_MODES and not _coloured_palette(image):
+                return np.asarray(image.convert("L"), dtype=np.float32)
+            if image.mode.startswith(("I", "F")):  # 16-bit and float grey
+                return np.asarray(image, dtype=np.float32)
+            return np.asarray(image.convert("RGB"), dtype=np.float32)
+    except (UnidentifiedImageError, Image.DecompressionBombError, OSError, ValueError) as err:
+        raise ValueError(f"cannot read image {path} ({err})") from None
+
+
+def _coloured_palette(image) -> bool:
+    if image.mode != "P":
+        return False
+    palette = np.asarray(image.getpalette() or [], dtype=np.int64).reshape(-1, 3)
+    return bool((palette != palette[:, :1]).any())
+
+
+def _class_folders(folder: Path) -> list[Path]:
+    return [p for p in sorted(folder.iterdir()) if p.is_dir() and not p.name.startswith(".")]
+
+
+def _child(folder: Path, name: str) -> Path | None:
+    path = folder / name
+    return path if path.is_dir() else None

@@ -1,0 +1,240 @@
+"""Folder data sources: IDX files (MNIST's format) and image folders, through ``load_dataset``, the
+``train`` / ``predict`` / ``export`` commands, and every way such a folder can be wrong."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import sys
+
+import numpy as np
+import pytest
+
+from lastedge.cli import main
+from lastedge.runtime import Model
+from lastedge.runtime.data import load_dataset
+from lastedge.runtime.idx import read_idx
+
+Image = pytest.importorskip("PIL.Image")
+
+IDX_CODES = {np.dtype("u1"): 0x08, np.dtype("i1"): 0x09, np.dtype(">i2"): 0x0B, np.dtype(">i4"): 0x0C,
+             np.dtype(">f4"): 0x0D, np.dtype(">f8"): 0x0E}
+
+
+def write_idx(path, array: np.ndarray, *, gz: bool = False, extra: bytes = b"", cut: int = 0):
+    """An IDX file as the MNIST family writes it (big-endian values); ``extra`` / ``cut`` damage it."""
+    array = np.asarray(array)
+    stored = array.astype(array.dtype.newbyteorder(">"))
+    head = bytes([0, 0, IDX_CODES[stored.dtype], array.ndim]) + b"".join(n.to_bytes(4, "big") for n in array.shape)
+    data = (head + stored.tobytes() + extra)[:len(head) + stored.nbytes + len(extra) - cut]
+    path.write_bytes(gzip.compress(data) if gz else data)
+    return path
+
+
+def digits_images():
+    from sklearn.datasets import load_digits
+
+    X, y = load_digits(return_X_y=True)
+    return (X * 255 / 16).astype(np.uint8).reshape(-1, 8, 8), y
+
+
+def mnist_like_folder(folder, *, gz: bool = True, test: bool = True):
+    images, labels = digits_images()
+    suffix = ".gz" if gz else ""
+    write_idx(folder / f"train-images-idx3-ubyte{suffix}", images[:1400], gz=gz)
+    write_idx(folder / f"train-labels-idx1-ubyte{suffix}", labels[:1400].astype(np.uint8), gz=gz)
+    if test:
+        write_idx(folder / f"t10k-images-idx3-ubyte{suffix}", images[1400:], gz=gz)
+        write_idx(folder / f"t10k-labels-idx1-ubyte{suffix}", labels[1400:].astype(np.uint8), gz=gz)
+    return folder
+
+
+def image_folder(folder, images, labels, names=None):
+    for i, (image, label) in enumerate(zip(images, labels)):
+        sub = folder / (names[label] if names else str(label))
+        sub.mkdir(parents=True, exist_ok=True)
+        Image.fromarray(image).save(sub / f"{i}.png")
+    return folder
+
+
+# --- IDX -----------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("dtype", ["u1", "i1", ">i2", ">i4", ">f4", ">f8"])
+@pytest.mark.parametrize("gz", [False, True], ids=["plain", "gz"])
+def test_idx_round_trip(tmp_path, dtype, gz):
+    array = (np.arange(2 * 3 * 4) - 5).reshape(2, 3, 4).astype(dtype) if dtype != "u1" else \
+        np.arange(24, dtype="u1").reshape(2, 3, 4)
+    read = read_idx(write_idx(tmp_path / f"a-idx3{'.gz' if gz else ''}", array, gz=gz))
+    np.testing.assert_array_equal(read, array)
+    assert read.dtype.isnative and read.shape == (2, 3, 4)
+
+
+def test_idx_folder_gives_the_mnist_split(tmp_path):
+    data = load_dataset(str(mnist_like_folder(tmp_path)))
+    images, labels = digits_images()
+    assert data.X_train.shape == (1400, 64) and data.X_test.shape == (397, 64)
+    np.testing.assert_array_equal(data.X_train, images[:1400].reshape(1400, 64))
+    np.testing.assert_array_equal(data.y_test, labels[1400:])
+    assert data.image_shape == (8, 8) and data.name == tmp_path.name
+
+
+def test_idx_folder_without_test_part_and_plain_copies_preferred(tmp_path):
+    mnist_like_folder(tmp_path, gz=False, test=False)
+    (tmp_path / "train-labels-idx1-ubyte.gz").write_bytes(b"stale, damaged copy")  # the plain one is read
+    data = load_dataset(str(tmp_path))
+    assert not data.has_test and data.X_train.shape == (1400, 64)
+
+
+@pytest.mark.parametrize("damage, message", [
+    (lambda p: write_idx(p, np.zeros((3, 4, 4), "u1"), cut=5), "is truncated: its header declares shape"),
+    (lambda p: write_idx(p, np.zeros((3, 4, 4), "u1"), extra=b"x"), "more bytes than its header declares"),
+    (lambda p: p.write_bytes(b"\x00\x00\x08\x03\x00\x00"), "truncated inside its header"),
+    (lambda p: p.write_bytes(b"PK\x03\x04 a zip, not idx"), "is not an IDX file"),
+    (lambda p: p.write_bytes(b""), "is not an IDX file"),
+    (lambda p: p.write_bytes(b"\x00\x00\x08\x03" + b"\xff\xff\xff\xff" * 3), "GiB of values"),
+])
+def test_damaged_idx_files_are_refused(tmp_path, damage, message):
+    damage(tmp_path / "train-images-idx3-ubyte")
+    with pytest.raises(ValueError, match=message):
+        read_idx(tmp_path / "train-images-idx3-ubyte")
+
+
+def test_damaged_gzip_is_refused(tmp_path):
+    path = write_idx(tmp_path / "x-idx3.gz", np.zeros((3, 4, 4), "u1"), gz=True)
+    path.write_bytes(path.read_bytes()[:-12])
+    with pytest.raises(ValueError, match="cannot read x-idx3.gz"):
+        read_idx(path)
+    path.write_bytes(b"\x1f\x8b not really gzip")
+    with pytest.raises(ValueError, match="cannot read x-idx3.gz"):
+        read_idx(path)
+
+
+@pytest.mark.parametrize("files, message", [
+    ({"train-images-idx3-ubyte": 5}, "lacks the IDX file of the training labels"),
+    ({"train-images-idx3-ubyte": 5, "train-labels-idx1-ubyte": 5, "t10k-images-idx3-ubyte": 5},
+     "only one of the test images and test labels"),
+    ({"train-images-idx3-ubyte": 5, "train-labels-idx1-ubyte": 4}, "expected images"),
+    ({"train-images-idx3-ubyte": 5, "train-images-2-idx3-ubyte": 5}, "two files for the training images"),
+])
+def test_incomplete_idx_folders_are_refused(tmp_path, files, message):
+    for name, rows in files.items():
+        shape = (rows, 4, 4) if "images" in name else (rows,)
+        write_idx(tmp_path / name, np.zeros(shape, "u1"))
+    with pytest.raises(ValueError, match=message):
+        load_dataset(str(tmp_path))
+
+
+# --- image folders -------------------------------------------------------------------------------
+
+def test_image_folder_is_split_like_a_csv(tmp_path):
+    images, labels = digits_images()
+    data = load_dataset(str(image_folder(tmp_path / "digits_png", images[:200], labels[:200])))
+    assert data.X_train.shape == (150, 64) and data.X_test.shape == (50, 64)
+    assert data.image_shape == (8, 8) and data.y_train.dtype.kind == "i"
+    rows = {tuple(r) for r in images[:200].reshape(200, 64).astype(np.float32)}
+    assert all(tuple(r) in rows for r in data.X_test)  # pixel values as stored
+    again = load_dataset(str(tmp_path / "digits_png"), random_state=0)
+    np.testing.assert_array_equal(data.X_test, again.X_test)
+
+
+def test_train_and_test_subfolders_are_kept_and_names_are_labels(tmp_path):
+    images, labels = digits_images()
+    names = {d: f"digit_{d}" for d in range(10)}
+    image_folder(tmp_path / "train", images[:100], labels[:100], names)
+    image_folder(tmp_path / "test", images[100:130], labels[100:130], names)
+    (tmp_path / "train" / "digit_0" / "notes.txt").write_text("not an image")
+    (tmp_path / "train" / "digit_0" / ".DS_Store").write_bytes(b"\0")
+    data = load_dataset(str(tmp_path))
+    assert len(data.X_train) == 100 and len(data.X_test) == 30
+    assert set(data.y_train) == {f"digit_{d}" for d in labels[:100]}
+
+
+def test_colour_anywhere_makes_every_row_rgb(tmp_path):
+    rng = np.random.default_rng(0)
+    grey = rng.integers(0, 255, (6, 5, 4), dtype=np.uint8)
+    image_folder(tmp_path, grey, np.arange(6) % 2)
+    Image.fromarray(np.full((5, 4, 3), [255, 0, 0], np.uint8)).save(tmp_path / "1" / "red.png")
+    data = load_dataset(str(tmp_path), test_size=0.4)
+    assert data.image_shape == (5, 4, 3) and data.X_train.shape[1] == 60
+    X = np.concatenate([data.X_train, data.X_test]).reshape(-1, 5, 4, 3)
+    red = X[(X[..., 0] == 255).all(axis=(1, 2)) & (X[..., 1] == 0).all(axis=(1, 2))]
+    assert len(red) == 1
+    others = X[~((X[..., 0] == 255).all(axis=(1, 2)) & (X[..., 1] == 0).all(axis=(1, 2)))]
+    np.testing.assert_array_equal(others[..., 0], others[..., 2])  # grey images, replicated
+
+
+@pytest.mark.parametrize("setup, message", [
+    (lambda d: (d / "a").mkdir(), "class folder .* holds no images"),
+    (lambda d: (d / "loose.png").write_bytes(b""), "has no class subfolders"),
+    (lambda d: ((d / "a").mkdir(), (d / "a" / "x.png").write_bytes(b"\x89PNG damaged")), "cannot read image"),
+])
+def test_broken_image_folders_are_refused(tmp_path, setup, message):
+    setup(tmp_path)
+    with pytest.raises(ValueError, match=message):
+        load_dataset(str(tmp_path))
+
+
+def test_images_of_different_sizes_are_refused_by_name(tmp_path):
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    Image.fromarray(np.zeros((8, 8), np.uint8)).save(tmp_path / "a" / "small.png")
+    Image.fromarray(np.zeros((8, 9), np.uint8)).save(tmp_path / "b" / "wide.png")
+    with pytest.raises(ValueError, match=r"a/small.png is 8x8, b/wide.png is 9x8"):
+        load_dataset(str(tmp_path))
+
+
+# --- through the commands ------------------------------------------------------------------------
+
+def test_train_predict_export_on_an_image_folder(tmp_path, capsys):
+    images, labels = digits_images()
+    folder = image_folder(tmp_path / "pngs", images[:600], labels[:600])
+    model_path = tmp_path / "m.npz"
+    assert main(["train", "--data", str(folder), "--atoms", "5", "--max-dca-iter", "3",
+                 "--preprocess", "center-l2", "--out", str(model_path), "--quiet", "--json"]) == 0
+    summary = json.loads(capsys.readouterr().out)
+    assert summary["metrics"]["test_accuracy"] > 0.8  # measured 0.95 (chance 0.1)
+    assert Model.load(model_path).meta["data"]["image_shape"] == [8, 8]  # for `inspect --atoms`
+    assert main(["predict", str(model_path), "--data", str(folder), "--json"]) == 0
+    predicted = json.loads(capsys.readouterr().out)
+    assert predicted["rows"] == 150 and predicted["accuracy"] == summary["metrics"]["test_accuracy"]
+    pytest.importorskip("onnxruntime")
+    assert main(["export", str(model_path), "--format", "onnx", "--int8", "--calibration", str(folder),
+                 "--out", str(tmp_path / "m.onnx"), "--json"]) == 0
+    exported = json.loads(capsys.readouterr().out)
+    assert exported["parity"]["agreement"] >= 0.99
+
+
+def test_train_on_an_idx_folder(tmp_path, capsys):
+    (tmp_path / "mnist_like").mkdir()
+    folder = mnist_like_folder(tmp_path / "mnist_like")
+    assert main(["train", "--data", str(folder), "--atoms", "5", "--max-dca-iter", "3",
+                 "--preprocess", "center-l2", "--out", str(tmp_path / "m.npz"), "--quiet", "--json"]) == 0
+    summary = json.loads(capsys.readouterr().out)
+    assert summary["data"]["train_rows"] == 1400 and summary["data"]["test_rows"] == 397
+    assert summary["metrics"]["test_accuracy"] > 0.8
+
+
+def test_missing_pillow_names_the_extra(tmp_path, capsys, monkeypatch):
+    images, labels = digits_images()
+    folder = image_folder(tmp_path / "pngs", images[:20], labels[:20])
+    monkeypatch.setitem(sys.modules, "PIL", None)
+    assert main(["train", "--data", str(folder), "--atoms", "2", "--out", str(tmp_path / "m.npz")]) == 1
+    assert capsys.readouterr().err == "lastedge train: error: PIL is not installed: pip install 'lastedge[images]'\n"
+
+
+def test_inspect_draws_atoms_in_the_recorded_colour_image_shape(tmp_path, capsys):
+    """27 features are no square image: only the shape recorded at training tells how to draw them."""
+    pytest.importorskip("matplotlib")
+    rng = np.random.default_rng(0)
+    for label, channel in (("red", 0), ("blue", 2)):
+        (tmp_path / "rgb" / label).mkdir(parents=True)
+        for i in range(12):
+            image = rng.integers(0, 80, (3, 3, 3), dtype=np.uint8)
+            image[..., channel] += 150
+            Image.fromarray(image).save(tmp_path / "rgb" / label / f"{i}.png")
+    model_path = tmp_path / "m.npz"
+    assert main(["train", "--data", str(tmp_path / "rgb"), "--atoms", "2", "--max-dca-iter", "2",
+                 "--out", str(model_path), "--quiet"]) == 0
+    assert main(["inspect", str(model_path), "--atoms", str(tmp_path / "atoms.png")]) == 0
+    assert (tmp_path / "atoms.png").stat().st_size > 0
+    capsys.readouterr()
