@@ -37,8 +37,9 @@ def read_idx(path: str | Path) -> np.ndarray:
             shape = tuple(int(n) for n in np.frombuffer(dims, dtype=">u4"))
             size = math.prod(shape) * dtype.itemsize
             if size > MAX_IDX_BYTES:
-                raise ValueError(f"{path.name} declares {size / 2**30:.1f} GiB of values "
-                                 f"(shape {shape}); the limit is {MAX_IDX_BYTES / 2**30:.0f} GiB")
+                shown = f"shape {shape}" if ndim <= 4 else f"{ndim} dimensions"
+                raise ValueError(f"{path.name} declares more values ({shown}) than the "
+                                 f"{MAX_IDX_BYTES >> 30} GiB limit")
             data = f.read(size)
             extra = len(f.read(1))
     except (OSError, EOFError, zlib.error) as err:  # gzip.BadGzipFile is an OSError

@@ -9,6 +9,7 @@ Pillow is imported on first use (``pip install 'lastedge[images]'``).
 
 from __future__ import annotations
 
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -68,15 +69,24 @@ def _read_image(path: Path) -> np.ndarray:
     from PIL import Image, UnidentifiedImageError
 
     try:
-        with Image.open(path) as image:
-            image.load()
-            if image.mode in GREY_MODES and not _coloured_palette(image):
-                return np.asarray(image.convert("L"), dtype=np.float32)
-            if image.mode.startswith(("I", "F")):  # 16-bit and float grey
-                return np.asarray(image, dtype=np.float32)
-            return np.asarray(image.convert("RGB"), dtype=np.float32)
-    except (UnidentifiedImageError, Image.DecompressionBombError, OSError, ValueError) as err:
+        with warnings.catch_warnings():
+            # a damaged file's metadata warnings are noise; a huge image is an error, not a warning
+            warnings.simplefilter("ignore", UserWarning)
+            warnings.simplefilter("error", Image.DecompressionBombWarning)
+            with Image.open(path) as image:
+                image.load()
+                return _pixels(image)
+    except (UnidentifiedImageError, Image.DecompressionBombError, Image.DecompressionBombWarning,
+            OSError, ValueError) as err:
         raise ValueError(f"cannot read image {path} ({err})") from None
+
+
+def _pixels(image) -> np.ndarray:
+    if image.mode in GREY_MODES and not _coloured_palette(image):
+        return np.asarray(image.convert("L"), dtype=np.float32)
+    if image.mode.startswith(("I", "F")):  # 16-bit and float grey
+        return np.asarray(image, dtype=np.float32)
+    return np.asarray(image.convert("RGB"), dtype=np.float32)
 
 
 def _coloured_palette(image) -> bool:

@@ -91,7 +91,8 @@ def test_idx_folder_without_test_part_and_plain_copies_preferred(tmp_path):
     (lambda p: p.write_bytes(b"\x00\x00\x08\x03\x00\x00"), "truncated inside its header"),
     (lambda p: p.write_bytes(b"PK\x03\x04 a zip, not idx"), "is not an IDX file"),
     (lambda p: p.write_bytes(b""), "is not an IDX file"),
-    (lambda p: p.write_bytes(b"\x00\x00\x08\x03" + b"\xff\xff\xff\xff" * 3), "GiB of values"),
+    (lambda p: p.write_bytes(b"\x00\x00\x08\x03" + b"\xff\xff\xff\xff" * 3), "than the 4 GiB limit"),
+    (lambda p: p.write_bytes(b"\x00\x00\x0e\xff" + b"\xff\xff\xff\xff" * 255), r"\(255 dimensions\)"),
 ])
 def test_damaged_idx_files_are_refused(tmp_path, damage, message):
     damage(tmp_path / "train-images-idx3-ubyte")
@@ -238,3 +239,11 @@ def test_inspect_draws_atoms_in_the_recorded_colour_image_shape(tmp_path, capsys
     assert main(["inspect", str(model_path), "--atoms", str(tmp_path / "atoms.png")]) == 0
     assert (tmp_path / "atoms.png").stat().st_size > 0
     capsys.readouterr()
+
+
+def test_a_decompression_bomb_is_refused_not_decoded(tmp_path):
+    """A small file that decodes to 100 M pixels (Pillow only warns) would take 1.2 GB as rows."""
+    (tmp_path / "a").mkdir()
+    Image.new("1", (10_000, 10_000)).save(tmp_path / "a" / "bomb.png")
+    with pytest.raises(ValueError, match="cannot read image .*bomb.png .*exceeds limit"):
+        load_dataset(str(tmp_path))
