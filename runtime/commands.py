@@ -27,11 +27,13 @@ def _register_predict(subparsers: argparse._SubParsersAction) -> None:
                     "(X_test/y_test, test/; digits and unsplit folders split as by 'train --seed "
                     "0'), or the training rows when there is none; a CSV "
                     "(a file, or '-' for stdin) gives all its rows, with a label column unless "
-                    "--no-labels. Prints the accuracy when labels are known and the first "
-                    "predictions (all with --json or --out).")
+                    "--no-labels; an image file, or a folder holding only images, gives one "
+                    "unlabelled row per image (named in --json and --out). Prints the accuracy "
+                    "when labels are known and the first predictions (all with --json or --out).")
     p.add_argument("model", help="model file (.npz, .onnx or .tflite)")
     p.add_argument("--data", required=True, metavar="PATH|digits|-",
-                   help="rows to classify; - reads CSV rows from stdin")
+                   help="rows to classify (.npz, .csv, an image, a folder, digits); - reads CSV "
+                        "rows from stdin")
     p.add_argument("--label-column", default="-1", metavar="C",
                    help="CSV label column: name or index (default -1, the last)")
     p.add_argument("--no-labels", action="store_true",
@@ -122,17 +124,19 @@ def run_predict(args: argparse.Namespace) -> int:
             raise ValueError("--plot draws the confusion matrix, which needs labels; drop --no-labels")
         check_figure_path(args.plot)
     predictor = load(args.model)
-    X, y, source = _predict_rows(args)
+    X, y, source, files = _predict_rows(args, predictor.n_features)
     scores = predictor.decision_function(X)
     labels = labels_from_scores(predictor.classes, scores)
     result: dict[str, Any] = {"model": args.model, "data": source, "rows": len(labels), "accuracy": None}
+    if files is not None:
+        result["files"] = files
     if y is not None:
         names, matrix = confusion(y, labels, predictor.classes)
         result.update(accuracy=float(np.mean(labels == y)),
                       confusion={"labels": names, "matrix": matrix.tolist()})
     result["predictions"] = labels.tolist()
     if out is not None:
-        _write_predictions(out, predictor.classes, labels, scores)
+        _write_predictions(out, predictor.classes, labels, scores, files)
         result["out"] = str(out)
     if args.plot is not None:
         from lastedge.figures import confusion_chart
@@ -145,7 +149,8 @@ def run_predict(args: argparse.Namespace) -> int:
     if y is not None:
         print(f"accuracy {result['accuracy']:.2%} on {len(labels)} rows ({source})")
         print(_most_confused(names, matrix))
-    shown = " ".join(map(str, labels[:SHOWN_PREDICTIONS].tolist()))
+    shown = " ".join(map(str, labels[:SHOWN_PREDICTIONS].tolist()) if files is None else
+                     (f"{name}={label}" for name, label in zip(files, labels[:SHOWN_PREDICTIONS].tolist())))
     print(f"predictions (first {min(SHOWN_PREDICTIONS, len(labels))} of {len(labels)}): {shown}")
     if out is not None:
         print(f"wrote {out}: prediction and scores of every row")
@@ -176,8 +181,10 @@ def _most_confused(names: list, matrix: np.ndarray, shown: int = 3) -> str:
     return f"most confused (true as predicted): {pairs}"
 
 
-def _write_predictions(path: Path, classes: np.ndarray, labels: np.ndarray, scores: np.ndarray) -> None:
-    """CSV, one line per row: the label, then the scores (binary: one score, > 0 means classes[1])."""
+def _write_predictions(path: Path, classes: np.ndarray, labels: np.ndarray, scores: np.ndarray,
+                       files: list[str] | None = None) -> None:
+    """CSV, one line per row: the image file (for images), the label, then the scores (binary: one
+    score, > 0 means classes[1])."""
     import csv
     import io
 
@@ -186,27 +193,46 @@ def _write_predictions(path: Path, classes: np.ndarray, labels: np.ndarray, scor
     names = ["score"] if scores.ndim == 1 else [f"score_{c}" for c in classes.tolist()]
     text = io.StringIO()
     writer = csv.writer(text, lineterminator="\n")
-    writer.writerow(["prediction", *names])
-    writer.writerows([label, *(f"{v:.6g}" for v in np.atleast_1d(row))]
-                     for label, row in zip(labels.tolist(), scores))
+    first = [] if files is None else ["file"]
+    writer.writerow([*first, "prediction", *names])
+    writer.writerows([*([] if files is None else [files[i]]), label, *(f"{v:.6g}" for v in np.atleast_1d(row))]
+                     for i, (label, row) in enumerate(zip(labels.tolist(), scores)))
     write_atomically(path, lambda f: f.write(text.getvalue().encode("utf-8")))
 
 
-def _predict_rows(args: argparse.Namespace) -> tuple[np.ndarray, np.ndarray | None, str]:
-    """(X, labels or None, description) for ``predict --data``."""
+def _predict_rows(args: argparse.Namespace, n_features: int
+                  ) -> tuple[np.ndarray, np.ndarray | None, str, list[str] | None]:
+    """(X, labels or None, description, image file names or None) for ``predict --data``."""
     from .data import load_csv, load_dataset
+    from .images import IMAGE_SUFFIXES, image_files, read_images
 
+    path = Path(args.data)
     if args.data == "-":
         X, y = load_csv(sys.stdin, None if args.no_labels else args.label_column)
-        return X, y, "CSV rows from stdin"
-    if Path(args.data).suffix.lower() == ".csv":
-        if not Path(args.data).is_file():
+        return X, y, "CSV rows from stdin", None
+    if path.suffix.lower() == ".csv":
+        if not path.is_file():
             raise ValueError(f"no such data file: {args.data}")
         X, y = load_csv(args.data, None if args.no_labels else args.label_column)
-        return X, y, f"{args.data}, all rows"
+        return X, y, f"{args.data}, all rows", None
+    loose = image_files(path) if path.is_dir() and not any(p.is_dir() for p in path.iterdir()) else []
+    if loose or (path.is_file() and path.suffix.lower() in IMAGE_SUFFIXES):
+        paths = loose or [path]  # images without labels: one file, or a folder holding only images
+        X, shape = read_images(paths, path if loose else path.parent)
+        described = f"{len(paths)} image(s) in {path}" if loose else str(path)
+        return _model_channels(X, shape, n_features), None, described, [p.name for p in paths]
     if args.no_labels:
         raise ValueError("--no-labels applies to CSV files only")
     data = load_dataset(args.data)
     if data.has_test:
-        return data.X_test, data.y_test, f"{data.name}, held-out part"
-    return data.X_train, data.y_train, f"{data.name}, training rows"
+        X, y, part = data.X_test, data.y_test, "held-out part"
+    else:
+        X, y, part = data.X_train, data.y_train, "training rows"
+    return _model_channels(X, data.image_shape, n_features), y, f"{data.name}, {part}", None
+
+
+def _model_channels(X: np.ndarray, image_shape: tuple[int, ...] | None, n_features: int) -> np.ndarray:
+    """Grey images for a model trained on colour ones: each value as R, G and B (channels last)."""
+    if image_shape is not None and len(image_shape) == 2 and n_features == 3 * X.shape[1]:
+        return np.repeat(X, 3, axis=1)
+    return X

@@ -40,28 +40,39 @@ def read_image_folder(folder: Path) -> tuple[np.ndarray, np.ndarray, tuple[int, 
                          f"of images per class (e.g. {folder}/cat/1.png, {folder}/dog/2.png)")
     paths, labels = [], []
     for class_folder in classes:
-        images = [p for p in sorted(class_folder.iterdir())
-                  if p.is_file() and not p.name.startswith(".") and p.suffix.lower() in IMAGE_SUFFIXES]
+        images = image_files(class_folder)
         if not images:
             raise ValueError(f"class folder {class_folder} holds no images "
                              f"({', '.join(IMAGE_SUFFIXES)})")
         paths += images
         labels += [class_folder.name] * len(images)
+    X, shape = read_images(paths, folder)
+    names = [c.name for c in classes]
+    as_int = all(name.lstrip("+-").isdigit() for name in names)
+    y = np.array([int(v) for v in labels]) if as_int else np.array(labels)
+    return X, y, shape
+
+
+def image_files(folder: Path) -> list[Path]:
+    """The images directly in ``folder``, sorted by name (hidden files and other suffixes skipped)."""
+    return [p for p in sorted(folder.iterdir())
+            if p.is_file() and not p.name.startswith(".") and p.suffix.lower() in IMAGE_SUFFIXES]
+
+
+def read_images(paths: list[Path], root: Path) -> tuple[np.ndarray, tuple[int, ...]]:
+    """``(X float32 [m, H*W or H*W*3], image shape)``: one flattened image per row, all grey or
+    (when any has colour) all RGB; images of different sizes are an error naming two of them
+    (relative to ``root``)."""
     pixels = [_read_image(path) for path in paths]
-    colour = any(p.ndim == 3 for p in pixels)
-    if colour:
+    if any(p.ndim == 3 for p in pixels):
         pixels = [p if p.ndim == 3 else np.repeat(p[..., None], 3, axis=2) for p in pixels]
     first = pixels[0].shape
     for path, p in zip(paths, pixels):
         if p.shape[:2] != first[:2]:
-            raise ValueError(f"images differ in size: {paths[0].relative_to(folder)} is "
-                             f"{first[1]}x{first[0]}, {path.relative_to(folder)} is {p.shape[1]}x{p.shape[0]} "
+            raise ValueError(f"images differ in size: {paths[0].relative_to(root)} is "
+                             f"{first[1]}x{first[0]}, {path.relative_to(root)} is {p.shape[1]}x{p.shape[0]} "
                              "(width x height); bring them to one size first")
-    X = np.stack(pixels).reshape(len(pixels), -1)
-    names = [c.name for c in classes]
-    as_int = all(name.lstrip("+-").isdigit() for name in names)
-    y = np.array([int(v) for v in labels]) if as_int else np.array(labels)
-    return X, y, first
+    return np.stack(pixels).reshape(len(pixels), -1), first
 
 
 def _read_image(path: Path) -> np.ndarray:

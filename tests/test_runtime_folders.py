@@ -247,3 +247,45 @@ def test_a_decompression_bomb_is_refused_not_decoded(tmp_path):
     Image.new("1", (10_000, 10_000)).save(tmp_path / "a" / "bomb.png")
     with pytest.raises(ValueError, match="cannot read image .*bomb.png .*exceeds limit"):
         load_dataset(str(tmp_path))
+
+
+def test_predict_on_unlabelled_images_names_each_file(tmp_path, capsys):
+    images, labels = digits_images()
+    model = train_on_pngs(tmp_path, images[:300], labels[:300])
+    capsys.readouterr()
+    frames = tmp_path / "frames"
+    frames.mkdir()
+    for i in range(300, 305):
+        Image.fromarray(images[i]).save(frames / f"frame{i}.png")
+    expected = model.predict(images[300:305].reshape(5, 64).astype(np.float32)).tolist()
+    out = tmp_path / "labels.csv"
+    assert main(["predict", str(tmp_path / "m.npz"), "--data", str(frames), "--out", str(out), "--json"]) == 0
+    result = json.loads(capsys.readouterr().out)
+    assert result["files"] == [f"frame{i}.png" for i in range(300, 305)] and result["accuracy"] is None
+    assert result["predictions"] == expected
+    lines = out.read_text().splitlines()
+    assert lines[0].startswith("file,prediction,score_0") and lines[1].startswith(f"frame300.png,{expected[0]},")
+    assert main(["predict", str(tmp_path / "m.npz"), "--data", str(frames / "frame301.png")]) == 0
+    assert capsys.readouterr().out.strip() == f"predictions (first 1 of 1): frame301.png={expected[1]}"
+
+
+def test_grey_images_meet_a_colour_model_as_equal_channels(tmp_path, capsys):
+    rng = np.random.default_rng(1)
+    colour = rng.integers(0, 255, (40, 4, 4, 3), dtype=np.uint8)
+    colour[:20, ..., 0] = 255  # class 0 is red, class 1 is not
+    model = train_on_pngs(tmp_path, colour, np.r_[[0] * 20, [1] * 20])
+    capsys.readouterr()
+    grey = rng.integers(0, 255, (3, 4, 4), dtype=np.uint8)
+    (tmp_path / "grey").mkdir()
+    for i, image in enumerate(grey):
+        Image.fromarray(image).save(tmp_path / "grey" / f"{i}.png")
+    assert main(["predict", str(tmp_path / "m.npz"), "--data", str(tmp_path / "grey"), "--json"]) == 0
+    as_rgb = np.repeat(grey[..., None], 3, axis=3).reshape(3, -1).astype(np.float32)
+    assert json.loads(capsys.readouterr().out)["predictions"] == model.predict(as_rgb).tolist()
+
+
+def train_on_pngs(tmp_path, images, labels) -> Model:
+    folder = image_folder(tmp_path / "pngs", images, labels)
+    assert main(["train", "--data", str(folder), "--atoms", "4", "--max-dca-iter", "2",
+                 "--out", str(tmp_path / "m.npz"), "--quiet"]) == 0
+    return Model.load(tmp_path / "m.npz")
