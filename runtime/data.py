@@ -86,8 +86,8 @@ def _load_folder(folder: Path, test_size: float, random_state: int) -> Dataset:
         return _split(X_train, y_train, folder.name, test_size, random_state, image_shape=shape)
     X_test, y_test, test_shape = read_image_folder(parts["test"])
     if test_shape != shape:
-        raise ValueError(f"{folder}: test images are {test_shape[1]}x{test_shape[0]}, training images "
-                         f"{shape[1]}x{shape[0]} (width x height)")
+        raise ValueError(f"{folder}: test images have shape {test_shape}, training images {shape} "
+                         "(height, width[, colour channels])")
     return Dataset(X_train, y_train, X_test, y_test, folder.name, image_shape=shape)
 
 

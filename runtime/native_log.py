@@ -29,6 +29,8 @@ def without_native_lines(prefixes: tuple[bytes, ...] = TFLITE_INFO_LINES) -> Ite
         try:
             saved = os.dup(_STDERR_FD)
         except OSError:  # no descriptor 2 (a detached process): nothing would be seen anyway
+            saved = None
+        if saved is None:
             yield
             return
         with tempfile.TemporaryFile() as capture:

@@ -289,3 +289,12 @@ def train_on_pngs(tmp_path, images, labels) -> Model:
     assert main(["train", "--data", str(folder), "--atoms", "4", "--max-dca-iter", "2",
                  "--out", str(tmp_path / "m.npz"), "--quiet"]) == 0
     return Model.load(tmp_path / "m.npz")
+
+
+def test_test_images_unlike_training_images_are_refused(tmp_path):
+    images, labels = digits_images()
+    image_folder(tmp_path / "train", images[:20], labels[:20])
+    (tmp_path / "test" / "0").mkdir(parents=True)
+    Image.fromarray(np.zeros((8, 8, 3), np.uint8)).save(tmp_path / "test" / "0" / "colour.png")
+    with pytest.raises(ValueError, match=r"test images have shape \(8, 8, 3\), training images \(8, 8\)"):
+        load_dataset(str(tmp_path))

@@ -18,11 +18,7 @@ MU_HOLDOUT = 0.1  # share of the training rows that judges each --mu candidate
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
-    """Add this part's sub-commands to the ``lastedge`` parser."""
-    _register_train(subparsers)
-
-
-def _register_train(subparsers: argparse._SubParsersAction) -> None:
+    """Add this part's sub-command, ``train``, to the ``lastedge`` parser."""
     p = subparsers.add_parser(
         "train", help="train a soft-threshold classifier and save it (.npz)",
         description="Train LAST (DCA) or the SGD/Adam baseline on 'digits', an .npz archive "
