@@ -37,12 +37,16 @@ def _library_version() -> str:
 def check_input(X: Any, n_features: int) -> np.ndarray:
     """Validate a batch of raw inputs: 2-D, real numbers, finite, ``n_features`` wide.
 
-    NaN and infinite values are refused (not silently propagated): a soft-threshold score of a
-    NaN input is meaningless, and on a device it usually means a broken sensor read.
+    A batch of images [n_samples, H, W(, 3)] whose images hold ``n_features`` values each is
+    flattened row by row (channels last, as ``runtime.data`` reads images for training). NaN and
+    infinite values are refused (not silently propagated): a soft-threshold score of a NaN input
+    is meaningless, and on a device it usually means a broken sensor read.
     """
     X = np.asarray(X)
     if X.dtype.kind not in "biuf":
         raise TypeError(f"X must hold real numbers, got dtype {X.dtype}")
+    if X.ndim > 2 and math.prod(X.shape[1:]) == n_features:
+        X = X.reshape(len(X), n_features)
     if X.ndim != 2:
         raise ValueError(
             f"X must be 2-D [n_samples, {n_features}], got {X.ndim}-D shape {X.shape}; "

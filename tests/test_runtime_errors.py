@@ -25,12 +25,24 @@ def test_wrong_width_1d_nan_inf_and_strings_are_refused(paths):
             predictor.predict(np.zeros((2, 23)))
         with pytest.raises(ValueError, match=r"must be 2-D .*X\[None, :\]"):
             predictor.predict(np.zeros(24))
+        with pytest.raises(ValueError, match=r"must be 2-D .*got 3-D shape \(2, 4, 5\)"):
+            predictor.predict(np.zeros((2, 4, 5)))  # images of 20 values for a 24-feature model
         with pytest.raises(ValueError, match="NaN or infinite"):
             predictor.predict(np.full((1, 24), np.nan))
         with pytest.raises(ValueError, match="NaN or infinite"):
             predictor.decision_function(np.full((3, 24), np.inf))
         with pytest.raises(TypeError, match="real numbers"):
             predictor.predict(np.full((1, 24), "1"))
+
+
+def test_a_batch_of_images_is_read_row_by_row(paths):
+    """[n, H, W(, C)] with H*W(*C) = n_features: what a camera loop holds, flattened as in training."""
+    X, _ = blobs()
+    for path in paths.values():
+        predictor = load(path)
+        for shape in ((4, 6), (2, 4, 3)):
+            np.testing.assert_array_equal(predictor.decision_function(X[:9].reshape(9, *shape)),
+                                          predictor.decision_function(X[:9]))
 
 
 @pytest.mark.parametrize("cut", [0.5, 0.95])
