@@ -1,12 +1,17 @@
-"""Train on your own CSV file: one row per sample, numeric feature columns and one label column.
+"""Train on your own data: a CSV file (one row per sample, numeric feature columns and one label
+column) or a folder of images (one subfolder per class) or of IDX files (MNIST's format).
 
     python examples/own_data.py my_data.csv [LABEL_COLUMN]   # column name or index (default: last)
+    python examples/own_data.py photos/                      # photos/cat/*.png, photos/dog/*.png
     python examples/own_data.py                              # writes a demo CSV from digits first
 
-A header row is optional; labels may be numbers or text. The rows are split 75/25 (stratified),
-features are standardized with the training statistics (stored in the model), and the model is
-saved as <csv name>.npz in the current folder. The CLI does the same:
+A CSV header row is optional; labels may be numbers or text. Data without a test part is split
+75/25 (stratified). CSV features are standardized with the training statistics, images are
+centred and scaled to unit norm one by one (the paper's preprocessing for digits); either way the
+preprocessing is stored in the model, saved as <data name>.npz in the current folder. The CLI
+does the same:
     lastedge train --data my_data.csv --atoms 20 --preprocess standardize --out my_data.npz
+    lastedge train --data photos/ --atoms 20 --preprocess center-l2 --out photos.npz
 """
 
 import sys
@@ -18,8 +23,8 @@ import numpy as np
 from sklearn.exceptions import ConvergenceWarning
 
 from lastedge.runtime import load
-from lastedge.train import LASTClassifier
 from lastedge.runtime.data import load_dataset
+from lastedge.train import LASTClassifier
 
 NAMES = np.array(["zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine"])
 
@@ -36,16 +41,18 @@ def write_demo_csv(folder: Path) -> Path:
     return path
 
 
-def train(csv: Path, label_column: str | int) -> None:
-    data = load_dataset(str(csv), label_column=label_column)
-    print(f"{csv.name}: {len(data.X_train)} training rows, {len(data.X_test)} test rows, "
-          f"{data.X_train.shape[1]} features, classes {np.unique(data.y_train).tolist()}")
+def train(source: Path, label_column: str | int) -> None:
+    data = load_dataset(str(source), label_column=label_column)
+    images = "" if data.image_shape is None else f" ({'x'.join(map(str, data.image_shape))} images)"
+    print(f"{source.name}: {len(data.X_train)} training rows, {len(data.X_test)} test rows, "
+          f"{data.X_train.shape[1]} features{images}, classes {np.unique(data.y_train).tolist()}")
     warnings.simplefilter("ignore", ConvergenceWarning)  # a short run, on purpose
-    clf = LASTClassifier(n_atoms=20, preprocess="standardize", max_dca_iter=3, inner_solver="adam",
+    preprocess = "standardize" if data.image_shape is None else "center-l2"
+    clf = LASTClassifier(n_atoms=20, preprocess=preprocess, max_dca_iter=3, inner_solver="adam",
                          inner_iter=200, random_state=0).fit(data.X_train, data.y_train)
     print(f"train accuracy {clf.score(data.X_train, data.y_train):.2%}, "
           f"test accuracy {clf.score(data.X_test, data.y_test):.2%}")
-    path = clf.to_model().save(f"{csv.stem}.npz")
+    path = clf.to_model().save(f"{source.stem}.npz")
     predictor = load(path)  # what a device would do with the file
     print(f"saved {path}; first test rows: predicted {predictor.predict(data.X_test[:5]).tolist()}, "
           f"true {data.y_test[:5].tolist()}")

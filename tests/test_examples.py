@@ -54,3 +54,17 @@ def test_own_data_trains_on_a_given_csv(tmp_path):
     assert "sensors.csv: 60 training rows, 20 test rows, 3 features, classes ['high', 'low']" in out
     assert "test accuracy 100.00%" in out  # two blobs 4 standard deviations apart
     assert (tmp_path / "sensors.npz").is_file()
+
+
+def test_own_data_trains_on_an_image_folder(tmp_path):
+    Image = pytest.importorskip("PIL.Image")
+    from sklearn.datasets import load_digits
+
+    X, y = load_digits(return_X_y=True)
+    for i, (row, label) in enumerate(zip(X[:400], y[:400])):
+        (tmp_path / "photos" / f"digit{label}").mkdir(parents=True, exist_ok=True)
+        Image.fromarray((row * 255 / 16).astype(np.uint8).reshape(8, 8)).save(tmp_path / "photos" / f"digit{label}" / f"{i}.png")
+    out = run_example("own_data.py", tmp_path, "photos")
+    assert "photos: 300 training rows, 100 test rows, 64 features (8x8 images), classes ['digit0'," in out
+    assert float(re.search(r"test accuracy ([\d.]+)%", out).group(1)) > 80
+    assert (tmp_path / "photos.npz").is_file()
