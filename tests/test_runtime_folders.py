@@ -220,7 +220,8 @@ def test_missing_pillow_names_the_extra(tmp_path, capsys, monkeypatch):
     folder = image_folder(tmp_path / "pngs", images[:20], labels[:20])
     monkeypatch.setitem(sys.modules, "PIL", None)
     assert main(["train", "--data", str(folder), "--atoms", "2", "--out", str(tmp_path / "m.npz")]) == 1
-    assert capsys.readouterr().err == "lastedge train: error: PIL is not installed: pip install 'lastedge[images]'\n"
+    assert capsys.readouterr().err == (f"lastedge train: reading {folder} ...\n"
+                                       "lastedge train: error: PIL is not installed: pip install 'lastedge[images]'\n")
 
 
 def test_inspect_draws_atoms_in_the_recorded_colour_image_shape(tmp_path, capsys):

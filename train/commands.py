@@ -8,6 +8,7 @@ import dataclasses
 import json
 import sys
 import warnings
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -95,6 +96,8 @@ def run_train(args: argparse.Namespace) -> int:
     out = check_output_path(args.out, ".npz", "--out")
     figure = None if args.plot is None else check_figure_path(args.plot)
     estimator = make_estimator(args)
+    if not args.quiet and Path(args.data).is_dir():  # thousands of images take seconds to read
+        print(f"lastedge train: reading {args.data} ...", file=sys.stderr, flush=True)
     data = load_dataset(args.data, label_column=args.label_column, random_state=args.seed)
     selection = None
     if args.mu is not None and len(args.mu) > 1:
