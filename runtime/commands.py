@@ -125,6 +125,8 @@ def run_predict(args: argparse.Namespace) -> int:
         check_figure_path(args.plot)
     predictor = load(args.model)
     X, y, source, files = _predict_rows(args, predictor.n_features)
+    if args.plot is not None and y is None:
+        raise ValueError(f"--plot draws the confusion matrix, which needs labels; {source} has none")
     scores = predictor.decision_function(X)
     labels = labels_from_scores(predictor.classes, scores)
     result: dict[str, Any] = {"model": args.model, "data": source, "rows": len(labels), "accuracy": None}
@@ -149,8 +151,8 @@ def run_predict(args: argparse.Namespace) -> int:
     if y is not None:
         print(f"accuracy {result['accuracy']:.2%} on {len(labels)} rows ({source})")
         print(_most_confused(names, matrix))
-    shown = " ".join(map(str, labels[:SHOWN_PREDICTIONS].tolist()) if files is None else
-                     (f"{name}={label}" for name, label in zip(files, labels[:SHOWN_PREDICTIONS].tolist())))
+    first = labels[:SHOWN_PREDICTIONS].tolist()
+    shown = " ".join(map(str, first) if files is None else (f"{f}={label}" for f, label in zip(files, first)))
     print(f"predictions (first {min(SHOWN_PREDICTIONS, len(labels))} of {len(labels)}): {shown}")
     if out is not None:
         print(f"wrote {out}: prediction and scores of every row")
@@ -193,10 +195,10 @@ def _write_predictions(path: Path, classes: np.ndarray, labels: np.ndarray, scor
     names = ["score"] if scores.ndim == 1 else [f"score_{c}" for c in classes.tolist()]
     text = io.StringIO()
     writer = csv.writer(text, lineterminator="\n")
-    first = [] if files is None else ["file"]
-    writer.writerow([*first, "prediction", *names])
-    writer.writerows([*([] if files is None else [files[i]]), label, *(f"{v:.6g}" for v in np.atleast_1d(row))]
-                     for i, (label, row) in enumerate(zip(labels.tolist(), scores)))
+    row_names = [[]] * len(labels) if files is None else [[name] for name in files]
+    writer.writerow([*([] if files is None else ["file"]), "prediction", *names])
+    writer.writerows([*row_name, label, *(f"{v:.6g}" for v in np.atleast_1d(row))]
+                     for row_name, label, row in zip(row_names, labels.tolist(), scores))
     write_atomically(path, lambda f: f.write(text.getvalue().encode("utf-8")))
 
 

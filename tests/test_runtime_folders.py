@@ -268,6 +268,8 @@ def test_predict_on_unlabelled_images_names_each_file(tmp_path, capsys):
     assert lines[0].startswith("file,prediction,score_0") and lines[1].startswith(f"frame300.png,{expected[0]},")
     assert main(["predict", str(tmp_path / "m.npz"), "--data", str(frames / "frame301.png")]) == 0
     assert capsys.readouterr().out.strip() == f"predictions (first 1 of 1): frame301.png={expected[1]}"
+    assert main(["predict", str(tmp_path / "m.npz"), "--data", str(frames), "--plot", str(tmp_path / "c.png")]) == 1
+    assert "--plot draws the confusion matrix, which needs labels; 5 image(s) in" in capsys.readouterr().err
 
 
 def test_grey_images_meet_a_colour_model_as_equal_channels(tmp_path, capsys):
