@@ -81,7 +81,7 @@ class SoftThresholdBase(ModelBackedClassifier, TransformerMixin, ClassifierMixin
             self.classes_ = self.classes_.astype(str)
         if len(self.classes_) < 2:
             raise ValueError(
-                f"y has a single class ({self.classes_[0]!r}); a classifier needs at least 2 classes"
+                f"y has a single class ({self.classes_[0].tolist()!r}); a classifier needs at least 2 classes"
             )
         return X, y_index
 
