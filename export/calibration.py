@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from lastedge.runtime import Model
+from lastedge.runtime import Model, check_input
 
 from .atom_scaling import graph_parameters
 
@@ -29,15 +29,10 @@ def check_calibration(X: Any, model: Model, *, min_rows: int = MIN_CALIBRATION_R
             "int8 static quantization needs calibration rows (a few hundred typical inputs); "
             "pass calibration=X, or use dynamic=True for ONNX without calibration data"
         )
-    X = np.asarray(X)
-    if X.dtype.kind not in "biuf":
-        raise TypeError(f"calibration rows must be real numbers, got dtype {X.dtype}")
-    if X.ndim != 2 or X.shape[1] != model.n_features:
-        raise ValueError(
-            f"calibration rows must have shape [n_rows, {model.n_features}], got {X.shape}"
-        )
-    if X.dtype.kind == "f" and not np.all(np.isfinite(X)):
-        raise ValueError("calibration rows contain NaN or infinite values")
+    try:
+        X = check_input(X, model.n_features)
+    except (TypeError, ValueError) as err:
+        raise type(err)(f"calibration rows: {err}") from None
     if X.shape[0] < min_rows:
         raise ValueError(f"need at least {min_rows} calibration rows, got {X.shape[0]}")
     return X.astype(np.float32)

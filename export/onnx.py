@@ -16,7 +16,7 @@ import numpy as np
 from lastedge.runtime import Model, check_output_path, write_atomically
 
 from .atom_scaling import graph_parameters
-from .calibration import DEFAULT_MARGIN, Ranges
+from .calibration import DEFAULT_MARGIN, Ranges, check_calibration
 from .metadata import METADATA_KEY, build_metadata, check_model, dumps
 
 OPSET = 17
@@ -148,7 +148,8 @@ def to_onnx(
     path : destination ending in ``.onnx``
     int8 : quantize. Static QDQ (int8 weights and activations) calibrated on ``calibration`` rows
         unless ``dynamic``, which quantizes the weights only and needs no calibration data.
-    calibration : array [n_rows, n_features] of raw inputs (before preprocessing), >= 20 rows.
+    calibration : array [n_rows, n_features] of raw inputs (before preprocessing; a batch of images
+        [n_rows, H, W(, 3)] is flattened), >= 20 rows.
     per_channel : per-channel int8 weights (static int8 only).
     with_preprocessing : put the preprocessing in the graph so the file takes raw features.
     margin : widen each calibrated range by this fraction of its width (see ``calibration``).
@@ -172,9 +173,9 @@ def to_onnx(
     else:
         from .onnx_int8 import quantize_static
 
-        ranges = Ranges.measure(model, calibration, margin, input_is_raw=(
+        rows = check_calibration(calibration, model)
+        ranges = Ranges.measure(model, rows, margin, input_is_raw=(
             in_graph and model.preprocess.kind == "standardize"))
-        rows = np.asarray(calibration, dtype=np.float32)
         proto = quantize_static(
             build_graph(model, form="gemm", with_preprocessing=with_preprocessing, rescale_atoms=True),
             rows if in_graph else model.preprocess.apply(rows),

@@ -13,6 +13,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
+from lastedge.runtime import check_input
 from lastedge.runtime.data import load_dataset
 from lastedge.runtime.model import NPZ_ERRORS
 
@@ -65,12 +66,11 @@ def _read(source: str) -> tuple[np.ndarray, np.ndarray | None, np.ndarray | None
 
 
 def _flat(X: np.ndarray, n_features: int, source: str) -> np.ndarray:
-    X = np.asarray(X)
-    if X.ndim > 2:
-        X = X.reshape(len(X), -1)  # images -> rows
-    if X.ndim != 2 or X.shape[1] != n_features:
-        raise ValueError(f"{source}: rows have shape {X.shape}, the model expects {n_features} features")
-    return X.astype(np.float32)
+    """Rows as the model reads them (images flattened), checked like any input."""
+    try:
+        return check_input(X, n_features).astype(np.float32)
+    except (TypeError, ValueError) as err:
+        raise type(err)(f"{source}: {err}") from None
 
 
 def load_rows(source: str | None, n_features: int, model_preprocess: Any = None) -> Rows:

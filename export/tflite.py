@@ -251,7 +251,8 @@ def to_tflite(
     model : Model (or a fitted estimator with ``to_model()``)
     path : destination ending in ``.tflite``
     int8 : full-integer file (int8 input/output), calibrated on ``calibration``.
-    calibration : array [n_rows, n_features] of raw inputs (before preprocessing), >= 20 rows.
+    calibration : array [n_rows, n_features] of raw inputs (before preprocessing; a batch of images
+        [n_rows, H, W(, 3)] is flattened), >= 20 rows.
     per_channel : per-output-channel weight scales (per-tensor by default: microcontroller
         runtimes need it).
     margin : widen each calibrated range by this fraction of its width.
