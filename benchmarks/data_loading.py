@@ -1,0 +1,81 @@
+"""How long ``lastedge train`` / ``predict`` take to read MNIST from each kind of data source.
+
+    python benchmarks/data_loading.py [--data ../shared/data] [--images 10000] [--runs 3]
+
+Writes MNIST (../shared/data/mnist.npz) to a temporary folder as the sources users bring (the
+.npz itself, IDX files gzipped and plain, one PNG per image in class subfolders) and times
+``lastedge.runtime.data.load_dataset`` on each (median of ``--runs``, after one untimed read that
+warms the page cache), checking that every source gives the same pixels. Prints a table.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gzip
+import statistics
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+from lastedge.runtime.data import load_dataset
+
+DEFAULT_DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
+
+
+def write_idx(path: Path, array: np.ndarray, gz: bool) -> None:
+    head = bytes([0, 0, 0x08, array.ndim]) + b"".join(int(n).to_bytes(4, "big") for n in array.shape)
+    data = head + np.ascontiguousarray(array, dtype=np.uint8).tobytes()
+    path.write_bytes(gzip.compress(data, compresslevel=6) if gz else data)
+
+
+def write_sources(mnist: dict[str, np.ndarray], folder: Path, n_images: int) -> dict[str, Path]:
+    from PIL import Image
+
+    sources = {"npz": folder / "mnist.npz"}
+    np.savez(sources["npz"], **mnist)
+    for gz in (True, False):
+        idx = sources[f"IDX{' .gz' if gz else ''}"] = folder / f"idx{'_gz' if gz else ''}"
+        idx.mkdir()
+        suffix = ".gz" if gz else ""
+        for part, prefix in (("train", "train"), ("test", "t10k")):
+            write_idx(idx / f"{prefix}-images-idx3-ubyte{suffix}", mnist[f"X_{part}"].reshape(-1, 28, 28), gz)
+            write_idx(idx / f"{prefix}-labels-idx1-ubyte{suffix}", mnist[f"y_{part}"], gz)
+    pngs = sources[f"PNG folder ({n_images} images)"] = folder / "png"
+    for i, (row, label) in enumerate(zip(mnist["X_test"][:n_images], mnist["y_test"][:n_images])):
+        (pngs / str(label)).mkdir(parents=True, exist_ok=True)
+        Image.fromarray(row.reshape(28, 28)).save(pngs / str(label) / f"{i}.png")
+    return sources
+
+
+def main() -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--data", type=Path, default=DEFAULT_DATA, help="folder holding mnist.npz")
+    p.add_argument("--images", type=int, default=10000, help="test images written as PNG files")
+    p.add_argument("--runs", type=int, default=3, help="timed reads per source (median shown)")
+    args = p.parse_args()
+    with np.load(args.data / "mnist.npz") as archive:
+        mnist = {key: archive[key] for key in ("X_train", "y_train", "X_test", "y_test")}
+    print("| source | rows | read s (median) | us per row |\n|---|---|---|---|")
+    with tempfile.TemporaryDirectory() as tmp:
+        for name, path in write_sources(mnist, Path(tmp), args.images).items():
+            load_dataset(str(path))  # warm the page cache
+            times = []
+            for _ in range(args.runs):
+                start = time.perf_counter()
+                data = load_dataset(str(path))
+                times.append(time.perf_counter() - start)
+            rows = len(data.X_train) + len(data.X_test)
+            pixels = np.concatenate([data.X_train, data.X_test])
+            reference = mnist["X_test"][:args.images] if name.startswith("PNG") else \
+                np.concatenate([mnist["X_train"], mnist["X_test"]])
+            same = sorted(map(bytes, pixels.astype(np.uint8))) == sorted(map(bytes, reference))
+            median = statistics.median(times)
+            print(f"| {name} | {rows} | {median:.2f} | {1e6 * median / rows:.0f} |"
+                  + ("" if same else " PIXELS DIFFER"))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
