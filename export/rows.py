@@ -2,8 +2,9 @@
 
 A source is ``digits`` (scikit-learn's 8x8 digits) or a path: ``.npz`` with ``X_train`` and
 ``X_test`` (and ``y_test``), or ``X`` (and ``y``); ``.npy`` (one 2-D array); ``.csv`` (numbers
-only, one row per line); a folder of IDX files or of images (``lastedge.runtime.data``). With a train/test split, calibration uses training rows and parity the
-test rows; with one array, the first 70 % calibrate and the rest are held out.
+only, one row per line); a folder of IDX files or of images (``lastedge.runtime.data``). With a
+train/test split, calibration uses training rows and parity the test rows; with one array, the
+first 70 % calibrate and the rest are held out.
 """
 
 from __future__ import annotations

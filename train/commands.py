@@ -81,7 +81,6 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.set_defaults(func=run_train)
 
 
-# ------------------------------------------------------------------------------------ train
 def run_train(args: argparse.Namespace) -> int:
     """``lastedge train``: fit, report, save."""
     from sklearn.exceptions import ConvergenceWarning
