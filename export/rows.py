@@ -16,6 +16,7 @@ import numpy as np
 
 from lastedge.runtime import check_input
 from lastedge.runtime.data import load_dataset
+from lastedge.runtime.idx import idx_files
 from lastedge.runtime.model import NPZ_ERRORS
 
 MAX_CALIBRATION_ROWS = 5000
@@ -30,7 +31,8 @@ class Rows(NamedTuple):
     source: str
 
 
-def _read(source: str) -> tuple[np.ndarray, np.ndarray | None, np.ndarray | None, np.ndarray | None]:
+def _read(source: str, image_size: tuple[int, int] | None
+          ) -> tuple[np.ndarray, np.ndarray | None, np.ndarray | None, np.ndarray | None]:
     """(X_train, X_test, y_test, y_all) from ``source``; missing parts are None."""
     if source == "digits":
         try:
@@ -42,7 +44,7 @@ def _read(source: str) -> tuple[np.ndarray, np.ndarray | None, np.ndarray | None
         return X, None, None, y
     path = Path(source)
     if path.is_dir():  # IDX files or images, read as `lastedge train` reads them
-        data = load_dataset(source)
+        data = load_dataset(source, image_size=None if idx_files(path) else image_size)
         return (data.X_train, data.X_test if data.has_test else None,
                 data.y_test if data.has_test else None, None)
     if not path.is_file():
@@ -74,15 +76,17 @@ def _flat(X: np.ndarray, n_features: int, source: str) -> np.ndarray:
         raise type(err)(f"{source}: {err}") from None
 
 
-def load_rows(source: str | None, n_features: int, model_preprocess: Any = None) -> Rows:
-    """Calibration and check rows from ``source``; with no source, synthetic check rows only."""
+def load_rows(source: str | None, n_features: int, model_preprocess: Any = None,
+              image_size: tuple[int, int] | None = None) -> Rows:
+    """Calibration and check rows from ``source``; with no source, synthetic check rows only.
+    Images of an image folder are scaled to ``image_size`` (height, width) when given."""
     if source is None:
         rng = np.random.default_rng(0)
         X = rng.standard_normal((SYNTHETIC_ROWS, n_features)).astype(np.float32)
         if model_preprocess is not None and model_preprocess.mean is not None:
             X = X * model_preprocess.scale + model_preprocess.mean
         return Rows(None, X, None, "synthetic")
-    X_train, X_test, y_test, y_all = _read(source)
+    X_train, X_test, y_test, y_all = _read(source, image_size)
     X_train = _flat(X_train, n_features, source)
     if X_test is None:
         cut = int(0.7 * len(X_train))

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from lastedge.runtime.images import recorded_image_shape
 from lastedge.runtime.model import Model, check_output_path, write_atomically
 
 if TYPE_CHECKING:
@@ -179,9 +180,8 @@ def model_atoms(model: Model, path: str | os.PathLike, image_shape: tuple[int, .
     atom votes for or against it. ``image_shape`` defaults to the shape the training data's images
     had (recorded by ``lastedge train``), else a square grayscale image when the number of
     features is a perfect square."""
-    data = model.meta.get("data")
-    if image_shape is None and isinstance(data, dict) and data.get("image_shape"):
-        image_shape = tuple(int(n) for n in data["image_shape"])
+    if image_shape is None:
+        image_shape = recorded_image_shape(model.meta)
     if image_shape is None:
         side = math.isqrt(model.n_features)
         if side * side != model.n_features:

@@ -44,7 +44,23 @@ def _register_predict(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--plot", metavar="PATH", default=None,
                    help="with labels: also draw the confusion matrix to this .png/.pdf/.svg file "
                         "(needs matplotlib)")
+    add_image_size_option(p, "scale images to HEIGHTxWIDTH pixels (default: the size a .npz model "
+                             "recorded at training; give it for .onnx/.tflite files)")
     p.set_defaults(func=run_predict)
+
+
+def add_image_size_option(parser: argparse.ArgumentParser, help_text: str) -> None:
+    """``--image-size HxW`` (height x width in pixels), shared by ``train`` and ``predict``."""
+    parser.add_argument("--image-size", type=_image_size, default=None, metavar="HxW", help=help_text)
+
+
+def _image_size(text: str) -> tuple[int, int]:
+    from .images import parse_image_size
+
+    try:
+        return parse_image_size(text)
+    except ValueError as err:
+        raise argparse.ArgumentTypeError(str(err)) from None
 
 
 def _register_bench(subparsers: argparse._SubParsersAction) -> None:
@@ -124,7 +140,7 @@ def run_predict(args: argparse.Namespace) -> int:
             raise ValueError("--plot draws the confusion matrix, which needs labels; drop --no-labels")
         check_figure_path(args.plot)
     predictor = load(args.model)
-    X, y, source, files = _predict_rows(args, predictor.n_features)
+    X, y, source, files = _predict_rows(args, predictor.n_features, _image_size_of(args, predictor))
     if args.plot is not None and y is None:
         raise ValueError(f"--plot draws the confusion matrix, which needs labels; {source} has none")
     scores = predictor.decision_function(X)
@@ -202,10 +218,23 @@ def _write_predictions(path: Path, classes: np.ndarray, labels: np.ndarray, scor
     write_atomically(path, lambda f: f.write(text.getvalue().encode("utf-8")))
 
 
-def _predict_rows(args: argparse.Namespace, n_features: int
+def _image_size_of(args: argparse.Namespace, predictor: Any) -> tuple[int, int] | None:
+    """``--image-size``, else the image size a ``.npz`` model recorded at training, else None."""
+    from .images import recorded_image_shape
+
+    if args.image_size is not None:
+        return args.image_size
+    model = getattr(predictor, "model", None)  # the numpy backend holds the Model and its meta
+    shape = None if model is None else recorded_image_shape(model.meta)
+    return None if shape is None else shape[:2]
+
+
+def _predict_rows(args: argparse.Namespace, n_features: int, image_size: tuple[int, int] | None
                   ) -> tuple[np.ndarray, np.ndarray | None, str, list[str] | None]:
-    """(X, labels or None, description, image file names or None) for ``predict --data``."""
+    """(X, labels or None, description, image file names or None) for ``predict --data``; images
+    are scaled to ``image_size`` (height, width) when given."""
     from .data import load_csv, load_dataset
+    from .idx import idx_files
     from .images import IMAGE_SUFFIXES, image_files, read_images
 
     path = Path(args.data)
@@ -220,21 +249,30 @@ def _predict_rows(args: argparse.Namespace, n_features: int
     loose = image_files(path) if path.is_dir() and not any(p.is_dir() for p in path.iterdir()) else []
     if loose or (path.is_file() and path.suffix.lower() in IMAGE_SUFFIXES):
         paths = loose or [path]  # images without labels: one file, or a folder holding only images
-        X, shape = read_images(paths, path if loose else path.parent)
+        X, shape = read_images(paths, path if loose else path.parent, image_size)
         described = f"{len(paths)} image(s) in {path}" if loose else str(path)
-        return _model_channels(X, shape, n_features), None, described, [p.name for p in paths]
+        return _fitted_images(X, shape, n_features), None, described, [p.name for p in paths]
     if args.no_labels:
         raise ValueError("--no-labels applies to CSV files only")
-    data = load_dataset(args.data)
+    is_image_folder = path.is_dir() and not idx_files(path)
+    data = load_dataset(args.data, image_size=image_size if is_image_folder else None)
     if data.has_test:
         X, y, part = data.X_test, data.y_test, "held-out part"
     else:
         X, y, part = data.X_train, data.y_train, "training rows"
-    return _model_channels(X, data.image_shape, n_features), y, f"{data.name}, {part}", None
+    if is_image_folder:
+        X = _fitted_images(X, data.image_shape, n_features)
+    return X, y, f"{data.name}, {part}", None
 
 
-def _model_channels(X: np.ndarray, image_shape: tuple[int, ...] | None, n_features: int) -> np.ndarray:
-    """Grey images for a model trained on colour ones: each value as R, G and B (channels last)."""
-    if image_shape is not None and len(image_shape) == 2 and n_features == 3 * X.shape[1]:
+def _fitted_images(X: np.ndarray, image_shape: tuple[int, ...], n_features: int) -> np.ndarray:
+    """Image rows as the model reads them: grey images for a model trained on colour ones get
+    each value as R, G and B (channels last); images of another size are an error that says how
+    to scale them."""
+    if len(image_shape) == 2 and n_features == 3 * X.shape[1]:
         return np.repeat(X, 3, axis=1)
+    if X.shape[1] != n_features:
+        size = "x".join(map(str, image_shape))
+        raise ValueError(f"the images are {size} ({X.shape[1]} values), the model expects {n_features} "
+                         "values per row: scale them with --image-size HxW (the training size)")
     return X

@@ -41,7 +41,7 @@ class Dataset:
 
 
 def load_dataset(source: str, *, label_column: str | int = -1, test_size: float = 0.25,
-                 random_state: int = 0) -> Dataset:
+                 random_state: int = 0, image_size: tuple[int, int] | None = None) -> Dataset:
     """Read ``source``: ``"digits"``, a ``.npz`` archive, a ``.csv`` file, or a folder of IDX
     files or of images.
 
@@ -50,16 +50,18 @@ def load_dataset(source: str, *, label_column: str | int = -1, test_size: float 
     image folder holds one subfolder per class, or ``train/`` and ``test/`` each holding them.
     Sources without a test part (``digits``, CSV files, unsplit image folders) are split into
     train and test parts (``test_size``, ``random_state``; stratified unless a class is too small
-    for that).
+    for that). ``image_size`` (height, width) scales an image folder's images to it.
     """
+    path = Path(source)
+    if image_size is not None and (source == "digits" or not path.is_dir()):
+        raise ValueError(f"an image size applies to image folders only, not to {source!r}")
     if source == "digits":
         from sklearn.datasets import load_digits
 
         X, y = load_digits(return_X_y=True)
         return _split(X, y, "digits", test_size, random_state, image_shape=(8, 8))
-    path = Path(source)
     if path.is_dir():
-        return _load_folder(path, test_size, random_state)
+        return _load_folder(path, test_size, random_state, image_size)
     if not path.is_file():
         raise ValueError(f"data source {source!r} is neither 'digits' nor an existing file or folder")
     suffix = path.suffix.lower()
@@ -72,19 +74,22 @@ def load_dataset(source: str, *, label_column: str | int = -1, test_size: float 
                      "or of images, or 'digits'")
 
 
-def _load_folder(folder: Path, test_size: float, random_state: int) -> Dataset:
+def _load_folder(folder: Path, test_size: float, random_state: int,
+                 image_size: tuple[int, int] | None) -> Dataset:
     """An IDX folder when it holds IDX files, else an image folder."""
     found = idx_files(folder)
     if found:
+        if image_size is not None:
+            raise ValueError(f"{folder} holds IDX files; an image size applies to image folders only")
         return _load_idx(folder, found)
     parts = image_split(folder)
     if parts is None:
-        X, y, shape = read_image_folder(folder)
+        X, y, shape = read_image_folder(folder, image_size)
         return _split(X, y, folder.name, test_size, random_state, image_shape=shape)
-    X_train, y_train, shape = read_image_folder(parts["train"])
+    X_train, y_train, shape = read_image_folder(parts["train"], image_size)
     if "test" not in parts:
         return _split(X_train, y_train, folder.name, test_size, random_state, image_shape=shape)
-    X_test, y_test, test_shape = read_image_folder(parts["test"])
+    X_test, y_test, test_shape = read_image_folder(parts["test"], image_size)
     if test_shape != shape:
         raise ValueError(f"{folder}: test images have shape {test_shape}, training images {shape} "
                          "(height, width[, colour channels])")

@@ -2,8 +2,9 @@
 
 ``folder/<class>/*.png`` (any format Pillow reads) gives labelled rows, one flattened image per
 row: ``H*W`` grey values, or ``H*W*3`` RGB values (channels last) when any image has colour. A
-folder holding ``train/`` and ``test/`` (each with class subfolders) keeps that split. Every image
-must have the same size: resizing is a choice (crop, pad, scale) that belongs to the user.
+folder holding ``train/`` and ``test/`` (each with class subfolders) keeps that split. Images of
+different sizes are an error unless a ``size`` is given: then each is scaled to it (Pillow's
+antialiased bilinear filter; the aspect ratio is not kept: crop first where that matters).
 Pillow is imported on first use (``pip install 'lastedge[images]'``).
 """
 
@@ -28,11 +29,28 @@ def image_split(folder: Path) -> dict[str, Path] | None:
     return {"train": train} if test is None else {"train": train, "test": test}
 
 
-def read_image_folder(folder: Path) -> tuple[np.ndarray, np.ndarray, tuple[int, ...]]:
+def parse_image_size(text: str) -> tuple[int, int]:
+    """``"32x32"`` -> ``(height, width)``."""
+    parts = text.lower().split("x")
+    if len(parts) != 2 or not all(p.strip().isdigit() and int(p) >= 1 for p in parts):
+        raise ValueError(f"an image size is HEIGHTxWIDTH in pixels (e.g. 32x32), got {text!r}")
+    return int(parts[0]), int(parts[1])
+
+
+def recorded_image_shape(meta: dict) -> tuple[int, ...] | None:
+    """The image shape (H, W[, 3]) a model's metadata records from training on images, if any."""
+    data = meta.get("data")
+    shape = data.get("image_shape") if isinstance(data, dict) else None
+    return tuple(int(n) for n in shape) if shape else None
+
+
+def read_image_folder(folder: Path, size: tuple[int, int] | None = None
+                      ) -> tuple[np.ndarray, np.ndarray, tuple[int, ...]]:
     """``(X float32 [m, H*W or H*W*3], labels [m], image shape)`` from ``folder/<class>/<image>``.
 
     Labels are the subfolder names, as integers when every name is one. Files with other suffixes
-    (and hidden files) are skipped; a class folder without images is an error.
+    (and hidden files) are skipped; a class folder without images is an error. ``size`` (height,
+    width) scales every image to it.
     """
     classes = _class_folders(folder)
     if not classes:
@@ -46,7 +64,7 @@ def read_image_folder(folder: Path) -> tuple[np.ndarray, np.ndarray, tuple[int, 
                              f"({', '.join(IMAGE_SUFFIXES)})")
         paths += images
         labels += [class_folder.name] * len(images)
-    X, shape = read_images(paths, folder)
+    X, shape = read_images(paths, folder, size)
     names = [c.name for c in classes]
     as_int = all(name.lstrip("+-").isdigit() for name in names)
     y = np.array([int(v) for v in labels]) if as_int else np.array(labels)
@@ -59,11 +77,12 @@ def image_files(folder: Path) -> list[Path]:
             if p.is_file() and not p.name.startswith(".") and p.suffix.lower() in IMAGE_SUFFIXES]
 
 
-def read_images(paths: list[Path], root: Path) -> tuple[np.ndarray, tuple[int, ...]]:
+def read_images(paths: list[Path], root: Path, size: tuple[int, int] | None = None
+                ) -> tuple[np.ndarray, tuple[int, ...]]:
     """``(X float32 [m, H*W or H*W*3], image shape)``: one flattened image per row, all grey or
-    (when any has colour) all RGB; images of different sizes are an error naming two of them
-    (relative to ``root``)."""
-    pixels = [_read_image(path) for path in paths]
+    (when any has colour) all RGB, each scaled to ``size`` (height, width) when given; without
+    it, images of different sizes are an error naming two of them (relative to ``root``)."""
+    pixels = [_read_image(path, size) for path in paths]
     if any(p.ndim == 3 for p in pixels):
         pixels = [p if p.ndim == 3 else np.repeat(p[..., None], 3, axis=2) for p in pixels]
     first = pixels[0].shape
@@ -71,12 +90,13 @@ def read_images(paths: list[Path], root: Path) -> tuple[np.ndarray, tuple[int, .
         if p.shape[:2] != first[:2]:
             raise ValueError(f"images differ in size: {paths[0].relative_to(root)} is "
                              f"{first[1]}x{first[0]}, {path.relative_to(root)} is {p.shape[1]}x{p.shape[0]} "
-                             "(width x height); bring them to one size first")
+                             "(width x height); give an image size to scale them to (--image-size HxW)")
     return np.stack(pixels).reshape(len(pixels), -1), first
 
 
-def _read_image(path: Path) -> np.ndarray:
-    """float32 [H, W] (grey) or [H, W, 3] (colour) values as stored (0-255 for 8-bit images)."""
+def _read_image(path: Path, size: tuple[int, int] | None = None) -> np.ndarray:
+    """float32 [H, W] (grey) or [H, W, 3] (colour) values as stored (0-255 for 8-bit images),
+    scaled to ``size`` (height, width) when given."""
     from PIL import Image, UnidentifiedImageError
 
     try:
@@ -86,10 +106,26 @@ def _read_image(path: Path) -> np.ndarray:
             warnings.simplefilter("error", Image.DecompressionBombWarning)
             with Image.open(path) as image:
                 image.load()
+                if size is not None and image.size != (size[1], size[0]):
+                    image = _scaled(image, size)
                 return _pixels(image)
     except (UnidentifiedImageError, Image.DecompressionBombError, Image.DecompressionBombWarning,
             OSError, ValueError) as err:
         raise ValueError(f"cannot read image {path} ({err})") from None
+
+
+def _scaled(image, size: tuple[int, int]):
+    """``image`` scaled to (height, width); palette and 1-bit images first become L or RGB, so
+    that the filter averages values rather than palette indices."""
+    from PIL import Image
+
+    if image.mode == "P":
+        image = image.convert("RGB" if _coloured_palette(image) else "L")
+    elif image.mode in ("1", "LA"):
+        image = image.convert("L")
+    elif image.mode in ("RGBA", "PA"):
+        image = image.convert("RGB")
+    return image.resize((size[1], size[0]), Image.Resampling.BILINEAR)
 
 
 def _pixels(image) -> np.ndarray:

@@ -301,3 +301,54 @@ def test_test_images_unlike_training_images_are_refused(tmp_path):
     Image.fromarray(np.zeros((8, 8, 3), np.uint8)).save(tmp_path / "test" / "0" / "colour.png")
     with pytest.raises(ValueError, match=r"test images have shape \(8, 8, 3\), training images \(8, 8\)"):
         load_dataset(str(tmp_path))
+
+
+def test_an_image_size_scales_every_image(tmp_path):
+    for label, (height, width, value) in enumerate([(8, 8, 40), (12, 10, 200), (5, 9, 90)]):
+        (tmp_path / f"c{label}").mkdir()
+        for i in range(4):
+            Image.fromarray(np.full((height, width), value, np.uint8)).save(tmp_path / f"c{label}" / f"{i}.png")
+    Image.fromarray(np.full((7, 7, 4), 255, np.uint8), "RGBA").save(tmp_path / "c0" / "rgba.png")
+    data = load_dataset(str(tmp_path), image_size=(6, 4), test_size=0.25)
+    assert data.image_shape == (6, 4, 3) and data.X_train.shape[1] == 6 * 4 * 3
+    X = np.concatenate([data.X_train, data.X_test])
+    assert sorted({int(v) for v in np.unique(X)}) == [40, 90, 200, 255]  # flat images stay flat
+    with pytest.raises(ValueError, match="applies to image folders only"):
+        load_dataset("digits", image_size=(6, 4))
+
+
+@pytest.mark.parametrize("text", ["32", "0x4", "axb", "4x4x3", ""])
+def test_bad_image_sizes_are_refused(text):
+    from lastedge.runtime.images import parse_image_size
+
+    with pytest.raises(ValueError, match="HEIGHTxWIDTH"):
+        parse_image_size(text)
+
+
+def test_a_model_trained_at_one_size_scales_new_images_to_it(tmp_path, capsys):
+    """train --image-size records the size: predict and export --calibration scale images to it."""
+    images, labels = digits_images()
+    folder = image_folder(tmp_path / "pngs", images[:400], labels[:400])
+    model_path = tmp_path / "m.npz"
+    assert main(["train", "--data", str(folder), "--atoms", "4", "--max-dca-iter", "2", "--image-size", "6x6",
+                 "--preprocess", "center-l2", "--out", str(model_path), "--quiet"]) == 0
+    model = Model.load(model_path)
+    assert model.n_features == 36 and model.meta["data"]["image_shape"] == [6, 6]
+    frames = tmp_path / "frames"
+    frames.mkdir()
+    for i in range(400, 404):
+        Image.fromarray(images[i]).save(frames / f"{i}.png")  # 8x8, as a camera would deliver
+    capsys.readouterr()
+    assert main(["predict", str(model_path), "--data", str(frames), "--json"]) == 0
+    scaled = np.stack([np.asarray(Image.fromarray(images[i]).resize((6, 6), Image.Resampling.BILINEAR),
+                                  dtype=np.float32).ravel() for i in range(400, 404)])
+    assert json.loads(capsys.readouterr().out)["predictions"] == model.predict(scaled).tolist()
+    pytest.importorskip("ai_edge_litert")
+    tflite = tmp_path / "m.tflite"
+    assert main(["export", str(model_path), "--format", "tflite", "--calibration", str(folder),
+                 "--out", str(tflite)]) == 0  # the check rows come from the folder, scaled to 6x6
+    capsys.readouterr()
+    assert main(["predict", str(tflite), "--data", str(frames)]) == 1  # the file does not know the size
+    assert "the images are 8x8 (64 values), the model expects 36 values per row: scale them with " \
+           "--image-size HxW" in capsys.readouterr().err
+    assert main(["predict", str(tflite), "--data", str(frames), "--image-size", "6x6"]) == 0

@@ -13,6 +13,8 @@ from typing import Any
 
 import numpy as np
 
+from lastedge.runtime.commands import add_image_size_option
+
 METHODS = ("last", "sgd", "adam")
 PREPROCESS = ("none", "l2", "center-l2", "standardize")
 MU_HOLDOUT = 0.1  # share of the training rows that judges each --mu candidate
@@ -75,6 +77,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--plot", default=None, metavar="PATH",
                    help="also draw the training curve (objective per iteration; hold-out accuracy "
                         "with --early-stopping) to this .png/.pdf/.svg file (needs matplotlib)")
+    add_image_size_option(p, "image folders: scale every image to HEIGHTxWIDTH pixels (recorded in "
+                             "the model, so predict scales new images the same way)")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     p.add_argument("--json", action="store_true", help="print the summary (with the training curve) as JSON")
     p.add_argument("--out", required=True, help="model file to write (.npz)")
@@ -97,7 +101,8 @@ def run_train(args: argparse.Namespace) -> int:
     estimator = make_estimator(args)
     if not args.quiet and Path(args.data).is_dir():  # thousands of images take seconds to read
         print(f"lastedge train: reading {args.data} ...", file=sys.stderr, flush=True)
-    data = load_dataset(args.data, label_column=args.label_column, random_state=args.seed)
+    data = load_dataset(args.data, label_column=args.label_column, random_state=args.seed,
+                        image_size=args.image_size)
     selection = None
     if args.mu is not None and len(args.mu) > 1:
         selection = choose_mu_on_holdout(estimator, args.mu, data.X_train, data.y_train, args.seed)
