@@ -50,7 +50,6 @@ def run_export(args: argparse.Namespace) -> int:
     """``lastedge export``: write the file, describe it, print its parity figures."""
     from lastedge.cli import CommandError
     from lastedge.runtime import Model
-    from lastedge.runtime.images import recorded_image_shape
 
     from . import ParityError, assert_parity, describe
     from .backends import onnxruntime_ops
@@ -59,7 +58,7 @@ def run_export(args: argparse.Namespace) -> int:
     model = Model.load(args.model)
     if args.int8 and not args.dynamic and args.calibration is None:
         raise ValueError("--int8 needs --calibration PATH|digits (or --dynamic for ONNX)")
-    shape = recorded_image_shape(model.meta)  # a model trained on images: scale them the same way
+    shape = model.image_shape  # a model trained on images: scale calibration images the same way
     rows = load_rows(args.calibration, model.n_features, model.preprocess,
                      image_size=None if shape is None else shape[:2])
     _export(args, model, rows.calibration if args.int8 and not args.dynamic else None)

@@ -110,8 +110,10 @@ def summary_lines(info: dict[str, Any]) -> list[str]:
             lines.append(f"{role[:-1]} {t['name']}: {t['dtype']} {t['shape']}{extra}")
     if metadata:
         where = "in the graph" if metadata["preprocess_in_graph"] else "to apply before the file"
+        images = metadata.get("image_shape")
+        shown = f", trained on {'x'.join(map(str, images))} images" if isinstance(images, list) else ""
         lines.append(f"classes {metadata['classes']}, alpha {metadata['alpha']:g}, "
-                     f"preprocess {metadata['preprocess']['kind']} ({where}), "
+                     f"preprocess {metadata['preprocess']['kind']} ({where}){shown}, "
                      f"lastedge {metadata['lastedge_version']}")
     else:
         lines.append("no lastedge metadata")

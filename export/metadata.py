@@ -70,6 +70,7 @@ def build_metadata(
         "preprocess_in_graph": preprocess_in_graph,
         "precision": precision,
         "quantization": quantization,
+        "image_shape": None if model.image_shape is None else list(model.image_shape),
     }
 
 

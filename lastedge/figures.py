@@ -16,7 +16,6 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from lastedge.runtime.images import recorded_image_shape
 from lastedge.runtime.model import Model, check_output_path, write_atomically
 
 if TYPE_CHECKING:
@@ -180,8 +179,7 @@ def model_atoms(model: Model, path: str | os.PathLike, image_shape: tuple[int, .
     atom votes for or against it. ``image_shape`` defaults to the shape the training data's images
     had (recorded by ``lastedge train``), else a square grayscale image when the number of
     features is a perfect square."""
-    if image_shape is None:
-        image_shape = recorded_image_shape(model.meta)
+    image_shape = image_shape or model.image_shape
     if image_shape is None:
         side = math.isqrt(model.n_features)
         if side * side != model.n_features:

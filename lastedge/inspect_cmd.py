@@ -83,14 +83,16 @@ def _exported_info(path: Path) -> tuple[dict[str, Any], list[str]]:
         "n_outputs": predictor.n_outputs, "preprocess": predictor.preprocess.kind,
         "preprocess_in_graph": predictor.preprocess_in_graph,
         "macs_per_sample": predictor.macs_per_sample,
+        "image_shape": None if predictor.image_shape is None else list(predictor.image_shape),
         "graph": f"not shown: {missing} is not installed (pip install 'lastedge[export]')",
     }
+    images = "" if predictor.image_shape is None else f", {'x'.join(map(str, predictor.image_shape))} images"
     macs = "unknown" if info["macs_per_sample"] is None else f"{info['macs_per_sample']:,}"
     size = f"{info['size_bytes'] / 1024:.1f} KiB"
     return info, field_lines([
         ("file", f"{path} ({info['format']}, {size}, {info['precision']}, runs on {info['backend']})"),
         ("classes", _classes_shown(info["classes"])),
-        ("features", f"{info['n_features']}, preprocess {info['preprocess']} ({where})"),
+        ("features", f"{info['n_features']}{images}, preprocess {info['preprocess']} ({where})"),
         ("outputs", info["n_outputs"]),
         ("MACs/sample", macs),
         ("graph", info["graph"]),

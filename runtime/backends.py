@@ -35,14 +35,16 @@ class Predictor:
 
     Attributes: ``path``, ``backend``, ``classes``, ``n_features``, ``n_outputs``, ``precision``
     (``"fp32"`` or ``"int8"``), ``threads``, ``macs_per_sample`` (None if the file does not record ``n_atoms``),
-    ``preprocess`` and ``preprocess_in_graph``.
+    ``preprocess``, ``preprocess_in_graph`` and ``image_shape`` ((H, W[, 3]) of the training
+    images, None when the file does not record one).
     """
 
     backend = "abstract"
 
     def __init__(self, *, path: Path | None, classes: np.ndarray, n_features: int, n_outputs: int,
                  preprocess: Preprocess, preprocess_in_graph: bool, threads: int,
-                 precision: str, macs_per_sample: int | None) -> None:
+                 precision: str, macs_per_sample: int | None,
+                 image_shape: tuple[int, ...] | None = None) -> None:
         self.path = path
         self.classes = classes
         self.n_features = int(n_features)
@@ -52,6 +54,7 @@ class Predictor:
         self.threads = threads
         self.precision = precision
         self.macs_per_sample = macs_per_sample
+        self.image_shape = image_shape
 
     def decision_function(self, X: Any) -> np.ndarray:
         """Scores: [n] for binary models (> 0 means ``classes[1]``), [n, n_classes] otherwise.
@@ -93,7 +96,7 @@ class NumpyPredictor(Predictor):
         super().__init__(path=path, classes=model.classes, n_features=model.n_features,
                          n_outputs=model.n_outputs, preprocess=model.preprocess,
                          preprocess_in_graph=False, threads=threads, precision="fp32",
-                         macs_per_sample=model.macs_per_sample)
+                         macs_per_sample=model.macs_per_sample, image_shape=model.image_shape)
         self.model = model
 
     def decision_function(self, X: Any) -> np.ndarray:
@@ -133,7 +136,8 @@ class OnnxPredictor(Predictor):
                          n_outputs=header.n_outputs, preprocess=header.preprocess,
                          preprocess_in_graph=header.preprocess_in_graph, threads=threads,
                          precision=header.precision or "unknown",
-                         macs_per_sample=header.macs_per_sample(n_features))
+                         macs_per_sample=header.macs_per_sample(n_features),
+                         image_shape=header.image_shape(n_features))
         self.session = session
         self._input, self._output = inputs[0].name, outputs[0].name
 
@@ -170,7 +174,8 @@ class TFLitePredictor(Predictor):
                          n_outputs=header.n_outputs, preprocess=header.preprocess,
                          preprocess_in_graph=header.preprocess_in_graph, threads=threads,
                          precision=header.precision or ("int8" if int8 else "fp32"),
-                         macs_per_sample=header.macs_per_sample(n_features))
+                         macs_per_sample=header.macs_per_sample(n_features),
+                         image_shape=header.image_shape(n_features))
         self._batch = int(self._in["shape"][0])
 
     def _scores(self, Z: np.ndarray) -> np.ndarray:

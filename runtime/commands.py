@@ -44,8 +44,8 @@ def _register_predict(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--plot", metavar="PATH", default=None,
                    help="with labels: also draw the confusion matrix to this .png/.pdf/.svg file "
                         "(needs matplotlib)")
-    add_image_size_option(p, "scale images to HEIGHTxWIDTH pixels (default: the size a .npz model "
-                             "recorded at training; give it for .onnx/.tflite files)")
+    add_image_size_option(p, "scale images to HEIGHTxWIDTH pixels (default: the training images' "
+                             "size, which model files record)")
     p.set_defaults(func=run_predict)
 
 
@@ -219,14 +219,10 @@ def _write_predictions(path: Path, classes: np.ndarray, labels: np.ndarray, scor
 
 
 def _image_size_of(args: argparse.Namespace, predictor: Any) -> tuple[int, int] | None:
-    """``--image-size``, else the image size a ``.npz`` model recorded at training, else None."""
-    from .images import recorded_image_shape
-
+    """``--image-size``, else the training images' size the model file records, else None."""
     if args.image_size is not None:
         return args.image_size
-    model = getattr(predictor, "model", None)  # the numpy backend holds the Model and its meta
-    shape = None if model is None else recorded_image_shape(model.meta)
-    return None if shape is None else shape[:2]
+    return None if predictor.image_shape is None else predictor.image_shape[:2]
 
 
 def _predict_rows(args: argparse.Namespace, n_features: int, image_size: tuple[int, int] | None

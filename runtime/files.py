@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 
 from . import flatbuffer as fb
+from .model import image_shape_of
 from .preprocess import Preprocess
 
 KINDS = {".npz": "npz", ".onnx": "onnx", ".tflite": "tflite"}
@@ -69,6 +70,10 @@ class Header:
     precision: str | None
     n_atoms: int | None
     fields: dict[str, Any]
+
+    def image_shape(self, n_features: int) -> tuple[int, ...] | None:
+        """The training images' shape the exporter recorded (optional field), else None."""
+        return image_shape_of(self.fields.get("image_shape"), n_features)
 
     def macs_per_sample(self, n_features: int) -> int | None:
         """Multiply-accumulates of one inference, when the metadata records ``n_atoms``."""

@@ -37,13 +37,6 @@ def parse_image_size(text: str) -> tuple[int, int]:
     return int(parts[0]), int(parts[1])
 
 
-def recorded_image_shape(meta: dict) -> tuple[int, ...] | None:
-    """The image shape (H, W[, 3]) a model's metadata records from training on images, if any."""
-    data = meta.get("data")
-    shape = data.get("image_shape") if isinstance(data, dict) else None
-    return tuple(int(n) for n in shape) if shape else None
-
-
 def read_image_folder(folder: Path, size: tuple[int, int] | None = None
                       ) -> tuple[np.ndarray, np.ndarray, tuple[int, ...]]:
     """``(X float32 [m, H*W or H*W*3], labels [m], image shape)`` from ``folder/<class>/<image>``.

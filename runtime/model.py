@@ -59,6 +59,19 @@ def check_input(X: Any, n_features: int) -> np.ndarray:
     return X
 
 
+def image_shape_of(value: Any, n_features: int) -> tuple[int, ...] | None:
+    """``value`` as an image shape (H, W) or (H, W, 3) holding ``n_features`` values, or None
+    when it is not one: a recorded shape is a convenience (drawing atoms, scaling images), so an
+    unusable one is ignored rather than refused."""
+    if not isinstance(value, (list, tuple)) or len(value) not in (2, 3):
+        return None
+    if not all(isinstance(n, int) and not isinstance(n, bool) and n >= 1 for n in value):
+        return None
+    if (len(value) == 3 and value[2] != 3) or math.prod(value) != n_features:
+        return None
+    return tuple(value)
+
+
 def labels_from_scores(classes: np.ndarray, scores: np.ndarray) -> np.ndarray:
     """Labels for scores shaped like ``decision_function``'s: [n] binary (> 0 means
     ``classes[1]``), else [n, n_classes] (argmax)."""
@@ -147,6 +160,13 @@ class Model:
     def macs_per_sample(self) -> int:
         """Multiply-accumulates of one inference (both MatMuls; preprocessing not counted)."""
         return self.n_features * self.n_atoms + self.n_atoms * self.n_outputs
+
+    @property
+    def image_shape(self) -> tuple[int, ...] | None:
+        """(H, W) or (H, W, 3) when the model was trained on images (``lastedge train`` records
+        it in ``meta["data"]``), else None."""
+        data = self.meta.get("data")
+        return image_shape_of(data.get("image_shape") if isinstance(data, dict) else None, self.n_features)
 
     def features(self, X: Any) -> np.ndarray:
         """The sparse soft-threshold features ``max(0, preprocess(x) @ D - alpha)``, [n, n_atoms]."""

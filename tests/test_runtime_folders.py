@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from lastedge.cli import main
-from lastedge.runtime import Model
+from lastedge.runtime import Model, load
 from lastedge.runtime.data import load_dataset
 from lastedge.runtime.idx import read_idx
 
@@ -326,7 +326,8 @@ def test_bad_image_sizes_are_refused(text):
 
 
 def test_a_model_trained_at_one_size_scales_new_images_to_it(tmp_path, capsys):
-    """train --image-size records the size: predict and export --calibration scale images to it."""
+    """train --image-size records the size (in the .npz and in exported files): predict and export
+    --calibration scale images to it."""
     images, labels = digits_images()
     folder = image_folder(tmp_path / "pngs", images[:400], labels[:400])
     model_path = tmp_path / "m.npz"
@@ -347,8 +348,18 @@ def test_a_model_trained_at_one_size_scales_new_images_to_it(tmp_path, capsys):
     tflite = tmp_path / "m.tflite"
     assert main(["export", str(model_path), "--format", "tflite", "--calibration", str(folder),
                  "--out", str(tflite)]) == 0  # the check rows come from the folder, scaled to 6x6
+    assert load(tflite).image_shape == (6, 6)  # the export metadata carries the size too
     capsys.readouterr()
-    assert main(["predict", str(tflite), "--data", str(frames)]) == 1  # the file does not know the size
-    assert "the images are 8x8 (64 values), the model expects 36 values per row: scale them with " \
+    assert main(["predict", str(tflite), "--data", str(frames), "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["predictions"] == model.predict(scaled).tolist()
+    assert main(["predict", str(tflite), "--data", str(frames), "--image-size", "5x5"]) == 1
+    assert "the images are 5x5 (25 values), the model expects 36 values per row: scale them with " \
            "--image-size HxW" in capsys.readouterr().err
-    assert main(["predict", str(tflite), "--data", str(frames), "--image-size", "6x6"]) == 0
+
+
+@pytest.mark.parametrize("value", [[6, 6], [2, 6, 3], None, [6, 7], [6, 3, 2], [6, "6"], [True, 36], "6x6", [0, 36], [1, 36, 1]])
+def test_a_recorded_image_shape_is_used_only_when_it_fits(value):
+    """A convenience, not a contract: a shape that cannot hold the model's 36 features is ignored."""
+    model = Model(np.eye(36, 2), np.ones((2, 1)), [0, 1], meta={"data": {"image_shape": value}})
+    fits = value in ([6, 6], [2, 6, 3])
+    assert model.image_shape == (tuple(value) if fits else None)
