@@ -261,12 +261,18 @@ def _predict_rows(args: argparse.Namespace, n_features: int, image_size: tuple[i
     return X, y, f"{data.name}, {part}", None
 
 
+# Pillow's convert("L") weights (ITU-R 601-2 luma), for colour images given to a grey model.
+LUMA = np.array([0.299, 0.587, 0.114], dtype=np.float32)
+
+
 def _fitted_images(X: np.ndarray, image_shape: tuple[int, ...], n_features: int) -> np.ndarray:
     """Image rows as the model reads them: grey images for a model trained on colour ones get
-    each value as R, G and B (channels last); images of another size are an error that says how
-    to scale them."""
+    each value as R, G and B (channels last), colour images for a grey model their luma; images
+    of another size are an error that says how to scale them."""
     if len(image_shape) == 2 and n_features == 3 * X.shape[1]:
         return np.repeat(X, 3, axis=1)
+    if len(image_shape) == 3 and 3 * n_features == X.shape[1]:
+        return X.reshape(len(X), n_features, 3) @ LUMA
     if X.shape[1] != n_features:
         size = "x".join(map(str, image_shape))
         raise ValueError(f"the images are {size} ({X.shape[1]} values), the model expects {n_features} "

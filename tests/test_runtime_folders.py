@@ -363,3 +363,17 @@ def test_a_recorded_image_shape_is_used_only_when_it_fits(value):
     model = Model(np.eye(36, 2), np.ones((2, 1)), [0, 1], meta={"data": {"image_shape": value}})
     fits = value in ([6, 6], [2, 6, 3])
     assert model.image_shape == (tuple(value) if fits else None)
+
+
+def test_colour_images_meet_a_grey_model_as_their_luma(tmp_path, capsys):
+    images, labels = digits_images()
+    model = train_on_pngs(tmp_path, images[:200], labels[:200])
+    capsys.readouterr()
+    (tmp_path / "colour").mkdir()
+    rgb = np.stack([images[200:203]] * 3, axis=-1)  # grey digits stored as RGB files
+    rgb[..., 0] = np.minimum(rgb[..., 0].astype(int) + 30, 255)  # with a red tint
+    for i, image in enumerate(rgb):
+        Image.fromarray(image).save(tmp_path / "colour" / f"{i}.png")
+    assert main(["predict", str(tmp_path / "m.npz"), "--data", str(tmp_path / "colour"), "--json"]) == 0
+    luma = np.stack([np.asarray(Image.fromarray(image).convert("L"), np.float32).ravel() for image in rgb])
+    assert json.loads(capsys.readouterr().out)["predictions"] == model.predict(luma).tolist()
