@@ -15,8 +15,7 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from lastedge.runtime import check_input
-from lastedge.runtime.data import load_dataset
-from lastedge.runtime.idx import idx_files
+from lastedge.runtime.data import is_image_folder, load_dataset
 from lastedge.runtime.model import NPZ_ERRORS
 
 MAX_CALIBRATION_ROWS = 5000
@@ -44,7 +43,7 @@ def _read(source: str, image_size: tuple[int, int] | None
         return X, None, None, y
     path = Path(source)
     if path.is_dir():  # IDX files or images, read as `lastedge train` reads them
-        data = load_dataset(source, image_size=None if idx_files(path) else image_size)
+        data = load_dataset(source, image_size=image_size if is_image_folder(path) else None)
         return (data.X_train, data.X_test if data.has_test else None,
                 data.y_test if data.has_test else None, None)
     if not path.is_file():

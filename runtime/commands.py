@@ -229,8 +229,7 @@ def _predict_rows(args: argparse.Namespace, n_features: int, image_size: tuple[i
                   ) -> tuple[np.ndarray, np.ndarray | None, str, list[str] | None]:
     """(X, labels or None, description, image file names or None) for ``predict --data``; images
     are scaled to ``image_size`` (height, width) when given."""
-    from .data import load_csv, load_dataset
-    from .idx import idx_files
+    from .data import is_image_folder, load_csv, load_dataset
     from .images import IMAGE_SUFFIXES, image_files, read_images
 
     path = Path(args.data)
@@ -250,13 +249,13 @@ def _predict_rows(args: argparse.Namespace, n_features: int, image_size: tuple[i
         return _fitted_images(X, shape, n_features), None, described, [p.name for p in paths]
     if args.no_labels:
         raise ValueError("--no-labels applies to CSV files only")
-    is_image_folder = path.is_dir() and not idx_files(path)
-    data = load_dataset(args.data, image_size=image_size if is_image_folder else None)
+    images = is_image_folder(path)
+    data = load_dataset(args.data, image_size=image_size if images else None)
     if data.has_test:
         X, y, part = data.X_test, data.y_test, "held-out part"
     else:
         X, y, part = data.X_train, data.y_train, "training rows"
-    if is_image_folder:
+    if images:
         X = _fitted_images(X, data.image_shape, n_features)
     return X, y, f"{data.name}, {part}", None
 

@@ -74,26 +74,33 @@ def load_dataset(source: str, *, label_column: str | int = -1, test_size: float 
                      "or of images, or 'digits'")
 
 
+def is_image_folder(path: Path) -> bool:
+    """A folder read as images (one subfolder per class): any folder without IDX files. Only its
+    images can be scaled to an image size."""
+    return path.is_dir() and not idx_files(path)
+
+
 def _load_folder(folder: Path, test_size: float, random_state: int,
                  image_size: tuple[int, int] | None) -> Dataset:
     """An IDX folder when it holds IDX files, else an image folder."""
-    found = idx_files(folder)
-    if found:
+    if not is_image_folder(folder):
         if image_size is not None:
             raise ValueError(f"{folder} holds IDX files; an image size applies to image folders only")
-        return _load_idx(folder, found)
+        return _load_idx(folder, idx_files(folder))
     parts = image_split(folder)
     if parts is None:
-        X, y, shape = read_image_folder(folder, image_size)
-        return _split(X, y, folder.name, test_size, random_state, image_shape=shape)
-    X_train, y_train, shape = read_image_folder(parts["train"], image_size)
+        X, names, shape = read_image_folder(folder, image_size)
+        return _split(X, label_array(names), folder.name, test_size, random_state, image_shape=shape)
+    X_train, train_names, shape = read_image_folder(parts["train"], image_size)
     if "test" not in parts:
-        return _split(X_train, y_train, folder.name, test_size, random_state, image_shape=shape)
-    X_test, y_test, test_shape = read_image_folder(parts["test"], image_size)
+        return _split(X_train, label_array(train_names), folder.name, test_size, random_state,
+                      image_shape=shape)
+    X_test, test_names, test_shape = read_image_folder(parts["test"], image_size)
     if test_shape != shape:
         raise ValueError(f"{folder}: test images have shape {test_shape}, training images {shape} "
                          "(height, width[, colour channels])")
-    return Dataset(X_train, y_train, X_test, y_test, folder.name, image_shape=shape)
+    y = label_array(train_names + test_names)  # one rule for both parts' class names
+    return Dataset(X_train, y[:len(X_train)], X_test, y[len(X_train):], folder.name, image_shape=shape)
 
 
 def _load_idx(folder: Path, found: dict[tuple[str, str], Path]) -> Dataset:
@@ -192,9 +199,12 @@ def load_csv(path: str | Path | TextIO,
         raise ValueError(f"{name}: a feature cell is not a number ({err})") from None
     if column is None:
         return X, None
-    labels = [row[column].strip() for row in rows]
-    y = np.array([int(v) for v in labels]) if all(_is_int(v) for v in labels) else np.array(labels)
-    return X, y
+    return X, label_array([row[column].strip() for row in rows])
+
+
+def label_array(labels: list[str]) -> np.ndarray:
+    """Labels read as text (CSV cells, folder names): integers when every one is, else strings."""
+    return np.array([int(v) for v in labels]) if all(_is_int(v) for v in labels) else np.array(labels)
 
 
 def _has_header(rows: list[list[str]]) -> bool:

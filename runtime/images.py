@@ -38,10 +38,10 @@ def parse_image_size(text: str) -> tuple[int, int]:
 
 
 def read_image_folder(folder: Path, size: tuple[int, int] | None = None
-                      ) -> tuple[np.ndarray, np.ndarray, tuple[int, ...]]:
+                      ) -> tuple[np.ndarray, list[str], tuple[int, ...]]:
     """``(X float32 [m, H*W or H*W*3], labels [m], image shape)`` from ``folder/<class>/<image>``.
 
-    Labels are the subfolder names, as integers when every name is one. Files with other suffixes
+    Each row's label is its subfolder's name. Files with other suffixes
     (and hidden files) are skipped; a class folder without images is an error. ``size`` (height,
     width) scales every image to it.
     """
@@ -58,10 +58,7 @@ def read_image_folder(folder: Path, size: tuple[int, int] | None = None
         paths += images
         labels += [class_folder.name] * len(images)
     X, shape = read_images(paths, folder, size)
-    names = [c.name for c in classes]
-    as_int = all(name.lstrip("+-").isdigit() for name in names)
-    y = np.array([int(v) for v in labels]) if as_int else np.array(labels)
-    return X, y, shape
+    return X, labels, shape
 
 
 def image_files(folder: Path) -> list[Path]:
