@@ -3,7 +3,7 @@
     python benchmarks/shared_vs_ovr.py [--datasets mnist,usps] [--total-atoms 100,200,...]
                                        [--train-rows N] [--max-dca-iter K] [--inner-solver S]
                                        [--batch-size B] [--n-jobs J] [--tol TOL] [--mu MU]
-                                       [--methods shared,ovr] [--hinge max|sum]
+                                       [--methods shared,ovr] [--hinge max|sum] [--shift-augment K]
                                        [--quick] [--json PATH] [--plot PATH] [--data ../shared/data]
     python benchmarks/shared_vs_ovr.py --merge A.json B.json ... [--plot PATH]
 
@@ -14,7 +14,8 @@ Inputs centred and scaled to unit l2 norm per image (the paper's digits setting)
 fitted once (timed), scored on the full test set, exported with ``to_model`` and saved to a
 temporary ``.npz``, whose latency the runtime's numpy backend measures (``lastedge.runtime.bench``,
 one thread, standard-normal rows) at batch 1 and batch 1000. Prints one Markdown table; ``--plot``
-draws test error against multiply-accumulates per sample. ``--merge`` joins the ``--json`` files of
+draws test error against multiply-accumulates per sample. ``--shift-augment K`` trains both
+models also on copies of every training image moved 1..K pixels (their rows are labelled so). ``--merge`` joins the ``--json`` files of
 several runs (the same training budget per data set) into one table and plot, running nothing.
 """
 
@@ -68,9 +69,10 @@ def stratified_rows(X: np.ndarray, y: np.ndarray, n: int | None, seed: int) -> t
 
 
 def build(multiclass: str, total_atoms: int, n_classes: int, args: argparse.Namespace,
-          mu: float) -> LASTClassifier:
+          mu: float, image_side: int) -> LASTClassifier:
     per_head = total_atoms if multiclass == "shared" else total_atoms // n_classes
     return LASTClassifier(per_head, multiclass=multiclass, hinge=args.hinge, preprocess=PREPROCESS,
+                          shift_augment=args.shift_augment, image_shape=(image_side, image_side),
                           inner_solver=args.inner_solver, max_dca_iter=args.max_dca_iter,
                           inner_iter=args.inner_iter, batch_size=args.batch_size, n_jobs=args.n_jobs,
                           tol=args.tol, early_stopping=args.early_stopping, mu=mu, random_state=args.seed,
@@ -82,7 +84,8 @@ def choose_mu(multiclass: str, total_atoms: int, data: tuple[np.ndarray, ...],
     """The weight decay in ``args.mu_grid`` whose model, fitted on 90 % of the training rows, is
     most accurate on the other 10 % (stratified; ties keep the smaller mu). The test set plays no part."""
     X_train, y_train = data[0], data[1]
-    estimator = build(multiclass, total_atoms, len(np.unique(y_train)), args, mu=0.0)
+    estimator = build(multiclass, total_atoms, len(np.unique(y_train)), args, mu=0.0,
+                      image_side=image_side(X_train))
     best, scores = selection.choose_mu(estimator, args.mu_grid, X_train, y_train,
                                        selection.holdout_split(0.1, args.seed))
     print(f"  {multiclass} T={total_atoms}: hold-out accuracy % by mu: "
@@ -100,20 +103,29 @@ def latency(model, folder: Path) -> dict[str, float]:
     return {"p50_us_b1": out[1], "p50_us_b1000": out[1000], "us_per_row_b1000": out[1000] / 1000}
 
 
-def label(multiclass: str, hinge: str) -> str:
-    """Table and plot name of a method; the shared model names its hinge when it is not the default."""
+def image_side(X: np.ndarray) -> int:
+    """MNIST's and USPS's rows are square grey images: 28 and 16 pixels a side."""
+    return int(round(np.sqrt(X.shape[1])))
+
+
+def label(multiclass: str, hinge: str, shift_augment: int = 0) -> str:
+    """Table and plot name of a method; the shared model names its hinge when it is not the
+    default, and models trained on shifted copies say so."""
     default = LASTClassifier().hinge
-    return MULTICLASS[multiclass] + (f" ({hinge} hinge)" if multiclass == "shared" and hinge != default else "")
+    return (MULTICLASS[multiclass] + (f" ({hinge} hinge)" if multiclass == "shared" and hinge != default else "")
+            + (f", shifts <= {shift_augment} px" if shift_augment else ""))
 
 
 def run_one(multiclass: str, total_atoms: int, data: tuple[np.ndarray, ...], task: str,
             args: argparse.Namespace, folder: Path, mu: float) -> dict[str, Any]:
     X_train, y_train, X_test, y_test = data
     n_classes = len(np.unique(y_train))
-    clf = build(multiclass, total_atoms, n_classes, args, mu)
-    row: dict[str, Any] = {"task": task, "method": multiclass, "label": label(multiclass, args.hinge),
+    clf = build(multiclass, total_atoms, n_classes, args, mu, image_side(X_train))
+    row: dict[str, Any] = {"task": task, "method": multiclass,
+                           "label": label(multiclass, args.hinge, args.shift_augment),
                            "total_atoms": total_atoms, "atoms_per_head": clf.n_atoms, "mu": mu,
                            "hinge": args.hinge if multiclass == "shared" else None,
+                           "shift_augment": args.shift_augment,
                            "n_train": len(y_train), "n_test": len(y_test)}
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
@@ -234,6 +246,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--hinge", default=LASTClassifier().hinge, choices=HINGES,
                    help="multi-class hinge of the shared model: max (Crammer-Singer, default) or sum "
                         "(Weston-Watkins); one-vs-all heads are binary, where both are the paper's")
+    p.add_argument("--shift-augment", type=int, default=0, metavar="K",
+                   help="train also on copies of every training image moved 1..K pixels up, down, left "
+                        "and right (default 0: none)")
     p.add_argument("--early-stopping", action="store_true",
                    help="hold out 10 %% of the training rows and keep the best validation iterate")
     p.add_argument("--inner-solver", default="auto", choices=["auto", "adam", "lbfgs", "subgradient"],

@@ -14,6 +14,7 @@ import pytest
 
 from lastedge.cli import main
 from lastedge.runtime import Model
+from lastedge.runtime.data import load_dataset
 
 TINY = ["--atoms", "2", "--max-dca-iter", "1", "--inner-iter", "10", "--quiet"]
 
@@ -127,6 +128,18 @@ def test_train_one_shared_dictionary_with_weight_decay(capsys, tmp_path):
     assert np.all(np.count_nonzero(model.weights, axis=1) == 1)
     params = model.meta["params"]
     assert (params["multiclass"], params["hinge"], params["mu"]) == ("shared", "sum", 0.5)
+
+
+def test_train_on_shifted_copies_of_npz_images(capsys, tmp_path, digits_data):
+    np.savez(tmp_path / "d.npz", X_train=digits_data.X_train, y_train=digits_data.y_train)
+    code, _, err = run(capsys, "train", "--data", tmp_path / "d.npz", *TINY, "--atoms", "12",
+                       "--multiclass", "shared", "--image-shape", "8x8", "--shift-augment", "1",
+                       "--out", tmp_path / "s.npz")
+    assert code == 0, err
+    model = Model.load(tmp_path / "s.npz")
+    assert model.n_atoms == 12 and model.image_shape == (8, 8)  # declared shape recorded for predict/inspect
+    assert model.meta["params"]["shift_augment"] == 1
+    assert model.meta["data"]["train_rows"] == len(load_dataset(str(tmp_path / "d.npz")).X_train)  # no copies
 
 
 def test_train_with_early_stopping_draws_and_reports_the_curve(capsys, tmp_path):
@@ -289,6 +302,14 @@ def mark_encrypted(path: Path) -> Path:
      "--hinge applies to --multiclass shared only"),
     (["train", "--data", "{d}/lonely.npz", *TINY, "--mu", "0,1", "--out", "{d}/m.npz"],
      "choosing mu needs a 10% hold-out with every class, and a class has only 1 training row"),
+    (["train", "--data", "{d}/lonely.npz", *TINY, "--shift-augment", "1", "--out", "{d}/m.npz"],
+     "--shift-augment needs images: lonely has no image shape .give --image-shape HxW"),
+    (["train", "--data", "digits", *TINY, "--image-shape", "8x8", "--out", "{d}/m.npz"],
+     "--image-shape applies to .npz and CSV data; digits holds 8x8 images already"),
+    (["train", "--data", "{d}/lonely.npz", *TINY, "--image-shape", "3x3", "--out", "{d}/m.npz"],
+     r"image_shape \(3, 3\) holds 9 values, but the rows have 4 features"),
+    (["train", "--data", "digits", "--atoms", "2", "--method", "sgd", "--shift-augment", "1", "--out", "{d}/m.npz"],
+     "--shift-augment applies to --method last only"),
     (["train", "--data", "digits", *TINY, "--device", "gpu", "--out", "{d}/m.npz"],
      "device must name a torch device such as 'cpu' or 'cuda', got 'gpu'"),
     (["train", "--data", "digits", *TINY, "--threads", "0", "--out", "{d}/m.npz"], "--threads must be >= 1"),
@@ -317,7 +338,8 @@ def mark_encrypted(path: Path) -> Path:
      "an image of shape 5x5 has 25 values; the model has 64 features"),
     (["inspect", "{model}", "--atoms", "{d}/a.png", "--image-shape", "8by8"], "image shape must be HxW"),
 ], ids=["missing-data", "zero-atoms", "out-not-npz", "out-folder", "unknown-data-format",
-        "option-of-other-method", "options-of-other-method", "hinge-without-shared", "mu-grid-class-too-small", "bad-device",
+        "option-of-other-method", "options-of-other-method", "hinge-without-shared", "mu-grid-class-too-small",
+        "shift-without-images", "image-shape-of-images", "train-image-shape-wrong-size", "shift-with-sgd", "bad-device",
         "zero-threads", "plot-format", "plot-folder", "corrupt-model", "encrypted-model", "encrypted-data", "encrypted-calibration", "wrong-width", "no-labels-not-csv", "predictions-not-csv",
         "confusion-without-labels",
         "inspect-corrupt", "inspect-unknown-format", "inspect-missing", "per-class-without-atoms",

@@ -40,11 +40,11 @@ def test_quick_runs_merge_into_one_table_and_plot(shared_vs_ovr, tmp_path, capsy
     _write_usps_like(tmp_path)
     common = ["--quick", "--datasets", "usps", "--data", str(tmp_path), "--total-atoms", "100"]
     assert shared_vs_ovr.main([*common, "--json", str(tmp_path / "both.json")]) == 0
-    assert shared_vs_ovr.main([*common, "--methods", "shared", "--hinge", "sum",
+    assert shared_vs_ovr.main([*common, "--methods", "shared", "--hinge", "sum", "--shift-augment", "1",
                                "--json", str(tmp_path / "sum.json")]) == 0
     rows = json.loads((tmp_path / "sum.json").read_text())["results"]
-    assert [(r["method"], r["hinge"], r["label"]) for r in rows] == [
-        ("shared", "sum", "shared dictionary (sum hinge)")]
+    assert [(r["method"], r["hinge"], r["shift_augment"], r["label"]) for r in rows] == [
+        ("shared", "sum", 1, "shared dictionary (sum hinge), shifts <= 1 px")]
     assert rows[0]["macs_per_sample"] == 256 * 100 + 100 * 10 and 0 <= rows[0]["error_pct"] <= 100
     capsys.readouterr()
 
@@ -52,7 +52,7 @@ def test_quick_runs_merge_into_one_table_and_plot(shared_vs_ovr, tmp_path, capsy
     assert shared_vs_ovr.main(["--merge", *parts, "--plot", str(tmp_path / "merged.png")]) == 0
     table = [line for line in capsys.readouterr().out.splitlines() if line.startswith("| usps")]
     assert [line.split(" | ")[1] for line in table] == [
-        "shared dictionary", "shared dictionary (sum hinge)", "one-vs-all"]
+        "shared dictionary", "shared dictionary (sum hinge), shifts <= 1 px", "one-vs-all"]
     assert (tmp_path / "merged.png").read_bytes().startswith(b"\x89PNG")
 
     record = json.loads((tmp_path / "sum.json").read_text())

@@ -79,6 +79,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                         "with --early-stopping) to this .png/.pdf/.svg file (needs matplotlib)")
     add_image_size_option(p, "image folders: scale every image to HEIGHTxWIDTH pixels (recorded in "
                              "the model, so predict scales new images the same way)")
+    p.add_argument("--image-shape", type=_image_shape, default=None, metavar="HxW|HxWx3",
+                   help=".npz and CSV data: each row is an image of this shape (colour channels last), "
+                        "recorded in the model as image folders' shapes are")
+    p.add_argument("--shift-augment", type=int, default=None, metavar="K",
+                   help="LAST only, image data: train also on copies of every training image moved "
+                        "1..K pixels up, down, left and right (4K copies; the model keeps its size)")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     p.add_argument("--json", action="store_true", help="print the summary (with the training curve) as JSON")
     p.add_argument("--out", required=True, help="model file to write (.npz)")
@@ -101,8 +107,14 @@ def run_train(args: argparse.Namespace) -> int:
     estimator = make_estimator(args)
     if not args.quiet and Path(args.data).is_dir():  # thousands of images take seconds to read
         print(f"lastedge train: reading {args.data} ...", file=sys.stderr, flush=True)
-    data = load_dataset(args.data, label_column=args.label_column, random_state=args.seed,
-                        image_size=args.image_size)
+    data = _with_image_shape(load_dataset(args.data, label_column=args.label_column,
+                                          random_state=args.seed, image_size=args.image_size),
+                             args.image_shape)
+    if args.shift_augment:
+        if data.image_shape is None:
+            raise ValueError(f"--shift-augment needs images: {data.name} has no image shape (give "
+                             "--image-shape HxW for .npz or CSV rows)")
+        estimator.set_params(image_shape=data.image_shape)
     selection = None
     if args.mu is not None and len(args.mu) > 1:
         selection = choose_mu_on_holdout(estimator, args.mu, data.X_train, data.y_train, args.seed)
@@ -142,7 +154,8 @@ def make_estimator(args: argparse.Namespace) -> Any:
     common.update({k: v for k, v in (("nu", args.nu), ("batch_size", args.batch_size)) if v is not None})
     last_only = {"inner_solver": args.inner_solver, "max_dca_iter": args.max_dca_iter,
                  "inner_iter": args.inner_iter, "mu": None if args.mu is None else args.mu[0], "multiclass": args.multiclass,
-                 "hinge": args.hinge, "early_stopping": args.early_stopping or None}
+                 "hinge": args.hinge, "early_stopping": args.early_stopping or None,
+                 "shift_augment": args.shift_augment}
     if args.method == "last":
         if args.max_iter is not None:
             raise ValueError("--max-iter applies to --method sgd/adam; LAST uses --max-dca-iter")
@@ -173,6 +186,32 @@ def choose_mu_on_holdout(estimator: Any, grid: list[float], X: np.ndarray, y: np
         best, accuracy = choose_mu(estimator, grid, X, y, holdout_split(MU_HOLDOUT, seed),
                                    verbose=3 if estimator.verbose else 0)
     return {"mu": best, "holdout_fraction": MU_HOLDOUT, "holdout_accuracy": accuracy}
+
+
+def _with_image_shape(data: Any, shape: tuple[int, ...] | None) -> Any:
+    """``data`` whose rows are declared images of ``shape`` (``--image-shape``), checked against
+    its feature count; sources that know their images' shape keep it."""
+    from .augment import check_image_shape
+
+    if shape is None:
+        return data
+    if data.image_shape is not None:
+        raise ValueError(f"--image-shape applies to .npz and CSV data; {data.name} holds "
+                         f"{'x'.join(map(str, data.image_shape))} images already")
+    return dataclasses.replace(data, image_shape=check_image_shape(shape, data.X_train.shape[1]))
+
+
+def _image_shape(text: str) -> tuple[int, ...]:
+    """``--image-shape``: HxW or HxWx3 (channels last, the layout every lastedge reader gives)."""
+    from lastedge.figures import parse_image_shape
+
+    try:
+        shape, channels_first = parse_image_shape(text)
+    except ValueError as err:
+        raise argparse.ArgumentTypeError(str(err)) from None
+    if channels_first:
+        raise argparse.ArgumentTypeError(f"train needs rows with colour channels last (HxWx3), got {text!r}")
+    return shape
 
 
 def _mu_values(text: str) -> list[float]:

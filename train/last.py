@@ -5,6 +5,7 @@ from __future__ import annotations
 import time
 import warnings
 from collections.abc import Callable
+from numbers import Integral
 
 import numpy as np
 import torch
@@ -13,6 +14,7 @@ from sklearn.model_selection import train_test_split
 from sklearn.utils.validation import check_random_state
 
 from . import problem
+from .augment import shifted_copies
 from .base import SoftThresholdBase
 from .dca import DCASettings, run_dca
 from .objective import HINGES
@@ -82,6 +84,13 @@ class LASTClassifier(SoftThresholdBase):
     init_active_fraction : float or None, default=0.05
         Initial atoms are scaled so that each starts above the threshold on this fraction of the
         training rows; None keeps the paper's unscaled samples (see ``problem.initial_atoms``).
+    shift_augment : int, default=0
+        Train also on copies of every training row moved 1..``shift_augment`` pixels up, down, left
+        and right (``4 * shift_augment`` copies; needs ``image_shape``). The model keeps its size;
+        on MNIST one pixel cut the test error of 400 shared atoms from 1.8 to 1.4 % (docs/results.md).
+        The early-stopping hold-out is taken before, from the original rows only.
+    image_shape : tuple of int or None, default=None
+        Each row as an image, (H, W) or (H, W, 3) channels last; used by ``shift_augment``.
     early_stopping : bool, default=False
         Hold out ``validation_fraction`` of the training rows (stratified), score the iterate on
         them after every DCA iteration, stop after ``n_iter_no_change`` iterations without a better
@@ -132,7 +141,8 @@ class LASTClassifier(SoftThresholdBase):
                  step_sizes: tuple[float, ...] | None = None, tol: float = 1e-3,
                  sign_ratio: str | float = "auto", multiclass: str = "ovr",
                  atoms_per_class: str = "proportional", hinge: str = "max", inner_solver: str = "auto",
-                 init_active_fraction: float | None = 0.05, early_stopping: bool = False,
+                 init_active_fraction: float | None = 0.05, shift_augment: int = 0,
+                 image_shape: tuple[int, ...] | None = None, early_stopping: bool = False,
                  validation_fraction: float = 0.1, n_iter_no_change: int = 3, device: str = "cpu",
                  n_jobs: int | None = 1, surrogate: str = "auto", line_search: str | bool = "auto",
                  random_state=None, verbose: int = 1):
@@ -153,6 +163,8 @@ class LASTClassifier(SoftThresholdBase):
         self.hinge = hinge
         self.inner_solver = inner_solver
         self.init_active_fraction = init_active_fraction
+        self.shift_augment = shift_augment
+        self.image_shape = image_shape
         self.early_stopping = early_stopping
         self.validation_fraction = validation_fraction
         self.n_iter_no_change = n_iter_no_change
@@ -179,6 +191,11 @@ class LASTClassifier(SoftThresholdBase):
             raise ValueError(f"max_dca_iter must be >= 1, got {self.max_dca_iter!r}")
         if self.inner_iter is not None and int(self.inner_iter) < 1:
             raise ValueError(f"inner_iter must be >= 1 or None, got {self.inner_iter!r}")
+        if not isinstance(self.shift_augment, Integral) or isinstance(self.shift_augment, bool) \
+                or self.shift_augment < 0:
+            raise ValueError(f"shift_augment must be an integer >= 0, got {self.shift_augment!r}")
+        if self.shift_augment and self.image_shape is None:
+            raise ValueError("shift_augment needs image_shape, the (H, W) or (H, W, 3) of each row")
         if int(self.n_iter_no_change) < 1:
             raise ValueError(f"n_iter_no_change must be >= 1, got {self.n_iter_no_change!r}")
         if not (self.eps > 0 and self.tol >= 0):
@@ -229,6 +246,8 @@ class LASTClassifier(SoftThresholdBase):
         X, y_index = self._validate_fit_data(X, y)
         rng = check_random_state(self.random_state)
         X, y_index, X_val, y_val = self._validation_split(X, y_index, rng)
+        if self.shift_augment:
+            X, y_index = shifted_copies(X, y_index, self.image_shape, int(self.shift_augment))
         Z, targets, groups, U0, v0 = self._prepare(X, y_index, rng)
         batch, n_inner = self._schedule(len(Z))
         solver = make_inner_solver(self.inner_solver, n_inner, batch, self.eps,
