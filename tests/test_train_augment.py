@@ -81,6 +81,7 @@ def test_the_estimator_trains_on_the_copies(digits_data):
     np.testing.assert_array_equal(inside.dictionary_, outside.dictionary_)
     np.testing.assert_array_equal(inside.coef_, outside.coef_)
     assert inside.to_model().n_atoms == 12  # the copies cost nothing on the device
+    assert inside.to_model().image_shape == (8, 8) and outside.to_model().image_shape is None
 
 
 def test_early_stopping_holds_out_original_rows_only(digits_data, monkeypatch):
@@ -104,6 +105,7 @@ def test_early_stopping_holds_out_original_rows_only(digits_data, monkeypatch):
     ({"shift_augment": -1, "image_shape": (8, 8)}, "shift_augment must be an integer >= 0, got -1"),
     ({"shift_augment": 1.5, "image_shape": (8, 8)}, "shift_augment must be an integer >= 0, got 1.5"),
     ({"shift_augment": 1, "image_shape": (4, 4)}, r"image_shape \(4, 4\) holds 16 values, but the rows have 64"),
+    ({"image_shape": (8, 8, 1)}, r"image_shape must be \(H, W\) or \(H, W, 3\), got \(8, 8, 1\)"),
 ])
 def test_bad_augmentation_parameters_are_refused(digits_data, params, match):
     X, y = digits_data.X_train, digits_data.y_train

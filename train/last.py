@@ -14,7 +14,7 @@ from sklearn.model_selection import train_test_split
 from sklearn.utils.validation import check_random_state
 
 from . import problem
-from .augment import shifted_copies
+from .augment import check_image_shape, shifted_copies
 from .base import SoftThresholdBase
 from .dca import DCASettings, run_dca
 from .objective import HINGES
@@ -90,7 +90,8 @@ class LASTClassifier(SoftThresholdBase):
         on MNIST one pixel cut the test error of 400 shared atoms from 1.8 to 1.4 % (docs/results.md).
         The early-stopping hold-out is taken before, from the original rows only.
     image_shape : tuple of int or None, default=None
-        Each row as an image, (H, W) or (H, W, 3) channels last; used by ``shift_augment``.
+        Each row as an image, (H, W) or (H, W, 3) channels last; used by ``shift_augment`` and
+        recorded in the model (``Model.image_shape``: ``inspect --atoms`` and ``predict`` use it).
     early_stopping : bool, default=False
         Hold out ``validation_fraction`` of the training rows (stratified), score the iterate on
         them after every DCA iteration, stop after ``n_iter_no_change`` iterations without a better
@@ -244,6 +245,8 @@ class LASTClassifier(SoftThresholdBase):
         self._check_params()
         start = time.perf_counter()
         X, y_index = self._validate_fit_data(X, y)
+        if self.image_shape is not None:
+            check_image_shape(self.image_shape, X.shape[1])
         rng = check_random_state(self.random_state)
         X, y_index, X_val, y_val = self._validation_split(X, y_index, rng)
         if self.shift_augment:
@@ -289,6 +292,12 @@ class LASTClassifier(SoftThresholdBase):
         except ValueError as error:
             raise ValueError(f"early_stopping needs a validation set with every class: {error}") from None
         return X, y_index, X_val, y_val
+
+    def _model_meta(self) -> dict:
+        meta = super()._model_meta()
+        if self.image_shape is not None:  # where `lastedge train` records the shape of its images
+            meta["data"] = {"image_shape": [int(n) for n in self.image_shape]}
+        return meta
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
