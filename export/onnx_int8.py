@@ -3,6 +3,13 @@
 Static: the Gemm form (bias ``C = -threshold``) lets onnxruntime fuse ``DQ -> Gemm -> Relu -> Q``
 into ``QGemm`` kernels, so the whole chain runs in integer arithmetic. The ranges come from
 ``calibration.Ranges`` (the same ones the TFLite writer uses), passed as tensor overrides.
+
+Activations and weights are uint8 (asymmetric, per-channel weights by default). onnxruntime's x86
+kernels for int8 weights add pairs of 8-bit products in 16 bits, which saturates on CPUs without
+VNNI (AVX2 only): measured on an AMD EPYC, a digits model's fused int8 graph agreed with the float
+model on 94.8 % of the rows against 100 % for the same file unfused. With uint8 weights the fused
+graph gives the unfused graph's scores on such a CPU too, and the weights keep all 8 bits (7-bit
+int8 weights, onnxruntime's other remedy, left the demo's model at 98.89 % agreement).
 """
 
 from __future__ import annotations
@@ -56,7 +63,7 @@ def _rows_reader(quantization: Any, input_name: str, rows: np.ndarray) -> Any:
 
 
 def quantize_static(proto: Any, rows: np.ndarray, ranges: Ranges, *, per_channel: bool) -> Any:
-    """QDQ int8 (weights and activations) of the Gemm graph from ``onnx.build_graph(form="gemm")``.
+    """QDQ uint8 (weights and activations) of the Gemm graph from ``onnx.build_graph(form="gemm")``.
 
     ``rows`` are what the graph's input receives (preprocessed unless preprocessing is in the graph).
     """
@@ -78,8 +85,8 @@ def quantize_static(proto: Any, rows: np.ndarray, ranges: Ranges, *, per_channel
             quant_format=quantization.QuantFormat.QDQ,
             op_types_to_quantize=["Gemm", "Relu"],
             per_channel=per_channel,
-            activation_type=quantization.QuantType.QInt8,
-            weight_type=quantization.QuantType.QInt8,
+            activation_type=quantization.QuantType.QUInt8,
+            weight_type=quantization.QuantType.QUInt8,
             extra_options={"TensorQuantOverrides": {
                 name: [{"rmin": np.float32(lo), "rmax": np.float32(hi)}]
                 for name, (lo, hi) in overrides.items()
