@@ -209,7 +209,7 @@ def plot(rows: list[dict[str, Any]], path: Path) -> None:
         ax.set_ylabel("test error %")
         ax.set_title(f"{task.upper()} (labels: total atoms)")
         ax.grid(True, which="both", alpha=0.3)
-        ax.legend()
+        ax.legend(fontsize=8)
     fig.tight_layout()
     fig.savefig(path, dpi=120)
     plt.close(fig)
