@@ -24,7 +24,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                    help="rows for int8 calibration and the parity check (.npz/.npy/.csv, a folder "
                         "of IDX files or images, or 'digits')")
     p.add_argument("--dynamic", action="store_true",
-                   help="ONNX int8 without calibration data (weights int8, activations at run time)")
+                   help="ONNX int8 without calibration data (8-bit weights, activations quantized at run time)")
     p.add_argument("--per-channel", action="store_true",
                    help="per-channel int8 weights (TFLite; ONNX static int8 always uses them)")
     p.add_argument("--with-preprocessing", action="store_true",

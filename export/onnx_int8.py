@@ -4,7 +4,8 @@ Static: the Gemm form (bias ``C = -threshold``) lets onnxruntime fuse ``DQ -> Ge
 into ``QGemm`` kernels, so the whole chain runs in integer arithmetic. The ranges come from
 ``calibration.Ranges`` (the same ones the TFLite writer uses), passed as tensor overrides.
 
-Activations and weights are uint8 (asymmetric, per-channel weights by default). onnxruntime's x86
+Activations and weights are uint8 (asymmetric, per-channel weights by default; dynamic files'
+weights too, which took the digits model's worst score error from 3.4 to 0.37). onnxruntime's x86
 kernels for int8 weights add pairs of 8-bit products in 16 bits, which saturates on CPUs without
 VNNI (AVX2 only): measured on an AMD EPYC, a digits model's fused int8 graph agreed with the float
 model on 94.8 % of the rows against 100 % for the same file unfused. With uint8 weights the fused
@@ -96,7 +97,8 @@ def quantize_static(proto: Any, rows: np.ndarray, ranges: Ranges, *, per_channel
 
 
 def quantize_dynamic(proto: Any) -> Any:
-    """int8 weights, activations quantized on the fly (for users without calibration data)."""
+    """8-bit (uint8, as in ``quantize_static``) weights, activations quantized on the fly (for users
+    without calibration data)."""
     import onnx
 
     quantization = _quantization()
@@ -104,5 +106,5 @@ def quantize_dynamic(proto: Any) -> Any:
         source, target = folder / "float.onnx", folder / "int8.onnx"
         onnx.save(proto, source)
         quantization.quantize_dynamic(source, target, op_types_to_quantize=["MatMul"],
-                                      weight_type=quantization.QuantType.QInt8)
+                                      weight_type=quantization.QuantType.QUInt8)
         return onnx.load(target)

@@ -121,7 +121,9 @@ def test_dynamic_int8_needs_no_calibration(tmp_path):
     path = to_onnx(model, tmp_path / "d.onnx", int8=True, dynamic=True)
     assert "MatMulInteger" in describe(path)["ops"]
     assert describe(path)["metadata"]["quantization"] == {"mode": "dynamic"}
-    assert assert_parity(model, path, X_test, y_test)["agreement"] >= 0.99
+    figures = assert_parity(model, path, X_test, y_test)
+    # uint8 weights: int8 ones saturated 16-bit sums on CPUs without VNNI (worst error 3.4 there)
+    assert figures["agreement"] >= 0.99 and figures["max_score_error"] < 1.0
 
 
 def test_int8_is_about_four_times_smaller_for_dictionary_heavy_models(tmp_path):
