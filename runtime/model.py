@@ -59,17 +59,32 @@ def check_input(X: Any, n_features: int) -> np.ndarray:
     return X
 
 
+def check_image_shape(image_shape: Any, n_features: int) -> tuple[int, ...]:
+    """``image_shape`` as (H, W) (grey) or (H, W, 3) (colour, channels last) whose values number
+    ``n_features``, or a ``ValueError`` saying what is wrong."""
+    try:
+        shape = tuple(int(n) for n in image_shape)
+    except (TypeError, ValueError):
+        raise ValueError(f"image_shape must be (H, W) or (H, W, 3), got {image_shape!r}") from None
+    if len(shape) not in (2, 3) or (len(shape) == 3 and shape[2] != 3) or min(shape) < 1:
+        raise ValueError(f"image_shape must be (H, W) or (H, W, 3), got {image_shape!r}")
+    if math.prod(shape) != n_features:
+        raise ValueError(f"image_shape {shape} holds {math.prod(shape)} values, but the rows have "
+                         f"{n_features} features")
+    return shape
+
+
 def image_shape_of(value: Any, n_features: int) -> tuple[int, ...] | None:
     """``value`` as an image shape (H, W) or (H, W, 3) holding ``n_features`` values, or None
     when it is not one: a recorded shape is a convenience (drawing atoms, scaling images), so an
     unusable one is ignored rather than refused."""
-    if not isinstance(value, (list, tuple)) or len(value) not in (2, 3):
+    if not isinstance(value, (list, tuple)) or not all(
+            isinstance(n, int) and not isinstance(n, bool) for n in value):
         return None
-    if not all(isinstance(n, int) and not isinstance(n, bool) and n >= 1 for n in value):
+    try:
+        return check_image_shape(value, n_features)
+    except ValueError:
         return None
-    if (len(value) == 3 and value[2] != 3) or math.prod(value) != n_features:
-        return None
-    return tuple(value)
 
 
 def labels_from_scores(classes: np.ndarray, scores: np.ndarray) -> np.ndarray:

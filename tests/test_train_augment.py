@@ -5,8 +5,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from lastedge.runtime.model import check_image_shape
 from lastedge.train import LASTClassifier
-from lastedge.train.augment import check_image_shape, shift_offsets, shifted_copies
+from lastedge.train.augment import shift_offsets, shifted_copies
 
 pytestmark = pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
 

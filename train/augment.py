@@ -8,25 +8,11 @@ the device computes per sample, keep their size (measured in docs/results.md).
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 
 import numpy as np
 
-
-def check_image_shape(image_shape: Sequence[int], n_features: int) -> tuple[int, ...]:
-    """``image_shape`` as (H, W) (grey) or (H, W, 3) (colour, channels last) whose values number
-    ``n_features``, or a ``ValueError`` saying what is wrong."""
-    try:
-        shape = tuple(int(n) for n in image_shape)
-    except (TypeError, ValueError):
-        raise ValueError(f"image_shape must be (H, W) or (H, W, 3), got {image_shape!r}") from None
-    if len(shape) not in (2, 3) or (len(shape) == 3 and shape[2] != 3) or min(shape) < 1:
-        raise ValueError(f"image_shape must be (H, W) or (H, W, 3), got {image_shape!r}")
-    if math.prod(shape) != n_features:
-        raise ValueError(f"image_shape {shape} holds {math.prod(shape)} values, but the rows have "
-                         f"{n_features} features")
-    return shape
+from lastedge.runtime.model import check_image_shape
 
 
 def shift_offsets(max_shift: int) -> list[tuple[int, int]]:

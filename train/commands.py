@@ -191,7 +191,7 @@ def choose_mu_on_holdout(estimator: Any, grid: list[float], X: np.ndarray, y: np
 def _with_image_shape(data: Any, shape: tuple[int, ...] | None) -> Any:
     """``data`` whose rows are declared images of ``shape`` (``--image-shape``), checked against
     its feature count. Sources that know their images' shape (folders, digits) refuse one."""
-    from .augment import check_image_shape
+    from lastedge.runtime.model import check_image_shape
 
     if shape is None:
         return data

@@ -13,8 +13,10 @@ from sklearn.exceptions import ConvergenceWarning
 from sklearn.model_selection import train_test_split
 from sklearn.utils.validation import check_random_state
 
+from lastedge.runtime.model import check_image_shape
+
 from . import problem
-from .augment import check_image_shape, shifted_copies
+from .augment import shifted_copies
 from .base import SoftThresholdBase
 from .dca import DCASettings, run_dca
 from .objective import HINGES
