@@ -238,18 +238,45 @@ def machine_info() -> dict[str, Any]:
         "machine": platform.machine(),
         "os": platform.platform(),
         "python": platform.python_version(),
+        "int8_dot_product": int8_dot_product(_read("/proc/cpuinfo")),
         **{name: _version(dist) for name, dist in
            (("numpy", "numpy"), ("onnxruntime", "onnxruntime"), ("litert", "ai-edge-litert"),
             ("tflite_runtime", "tflite-runtime"))},
     }
 
 
+# CPU feature flags (Linux /proc/cpuinfo) of an 8-bit dot product: x86 VNNI (AVX-512 or AVX),
+# AMX, and Arm's dot-product extension (Armv8.2+, e.g. the Raspberry Pi 5's Cortex-A76).
+INT8_DOT_FLAGS = frozenset({"avx512_vnni", "avx_vnni", "amx_int8", "asimddp"})
+
+
+def int8_dot_product(cpuinfo: str | None) -> bool | None:
+    """Whether the CPU has an 8-bit dot-product instruction, from ``/proc/cpuinfo`` text; None
+    when unknown (no such file, or no feature list in it).
+
+    Without one, int8 files run little faster than fp32 (measured on an AVX2-only AMD EPYC:
+    about 1.1x, against 2.7-3.5x on an Intel Xeon; docs/results.md), so ``bench`` reports it.
+    """
+    fields = (line.partition(":") for line in (cpuinfo or "").splitlines())
+    feature_lists = [value.split() for key, _, value in fields
+                     if key.strip().lower() in ("flags", "features")]
+    if not feature_lists:
+        return None
+    return any(INT8_DOT_FLAGS.intersection(features) for features in feature_lists)
+
+
+def _read(path: str) -> str | None:
+    try:
+        return Path(path).read_text(errors="replace")
+    except OSError:
+        return None
+
+
 def cpu_model() -> str:
     """'model name' from /proc/cpuinfo (x86), the board model (Raspberry Pi), else platform."""
     for path, key in (("/proc/cpuinfo", "model name"), ("/proc/device-tree/model", None)):
-        try:
-            text = Path(path).read_text(errors="replace")
-        except OSError:
+        text = _read(path)
+        if text is None:
             continue
         if key is None:
             return text.strip("\x00\n ")
@@ -293,8 +320,9 @@ def _machine_line(rows: Sequence[dict[str, Any]]) -> str:
     m = rows[0]["machine"]
     versions = ", ".join(f"{k} {m[k]}" for k in ("numpy", "onnxruntime", "litert", "tflite_runtime")
                          if m[k])
-    return (f"{m['cpu']} ({m['usable_cores']}/{m['cores']} cores), Python {m['python']}, "
-            f"{versions}; peak RSS {rows[-1]['peak_rss_mib']:.0f} MiB")
+    dot = {True: "yes", False: "no", None: "unknown"}[m.get("int8_dot_product")]
+    return (f"{m['cpu']} ({m['usable_cores']}/{m['cores']} cores, int8 dot product: {dot}), "
+            f"Python {m['python']}, {versions}; peak RSS {rows[-1]['peak_rss_mib']:.0f} MiB")
 
 
 def _num(value: float | int | None, divide: float = 1.0) -> str:

@@ -11,15 +11,15 @@ from test_runtime_backends import blobs, export, prototype_model
 
 from lastedge.cli import main
 from lastedge.runtime import bench, format_table, load
-from lastedge.runtime.bench import statistics
+from lastedge.runtime.bench import int8_dot_product, statistics
 
 ROW_KEYS = {"schema", "file", "file_size_bytes", "backend", "precision", "threads", "n_features",
             "n_outputs", "macs_per_sample", "load_ms", "first_inference_us", "rss_load_mib",
             "batches", "peak_rss_mib", "machine"}
 BATCH_KEYS = {"batch_size", "warmup_mean_us", "count", "mean_us", "std_us", "min_us", "max_us",
               "p50_us", "p90_us", "p95_us", "p99_us", "throughput_per_s"}
-MACHINE_KEYS = {"cpu", "cores", "usable_cores", "machine", "os", "python", "numpy", "onnxruntime",
-                "litert", "tflite_runtime"}
+MACHINE_KEYS = {"cpu", "cores", "usable_cores", "machine", "os", "python", "int8_dot_product",
+                "numpy", "onnxruntime", "litert", "tflite_runtime"}
 
 
 @pytest.fixture(scope="module")
@@ -83,6 +83,23 @@ def test_format_table_has_one_line_per_file_and_batch(paths):
     lines = format_table(rows).splitlines()
     assert len(lines) == 2 + 2 * len(paths)
     assert "p50 us" in lines[1] and "numpy" in lines[2]
+    assert "int8 dot product: " in lines[0]
+
+
+X86_AVX2 = "processor\t: 0\nmodel name\t: AMD EPYC\nflags\t\t: fpu sse2 avx avx2 fma\n"
+X86_VNNI = "processor\t: 0\nflags\t\t: fpu avx2 avx512f avx512_vnni\n"
+PI4 = "processor\t: 0\nFeatures\t: fp asimd evtstrm crc32 cpuid\nCPU part\t: 0xd08\n"
+PI5 = ("processor\t: 0\nFeatures\t: fp asimd evtstrm aes pmull sha1 sha2 crc32 atomics fphp asimdhp "
+       "cpuid asimdrdm lrcpc dcpop asimddp\n")
+
+
+@pytest.mark.parametrize("cpuinfo, expected", [
+    (X86_AVX2, False), (X86_VNNI, True), (PI4, False), (PI5, True),
+    (X86_AVX2 + X86_VNNI, True),  # any processor that has it
+    ("processor\t: 0\nmodel name\t: something\n", None), ("", None), (None, None),
+])
+def test_int8_dot_product_is_read_from_the_cpu_features(cpuinfo, expected):
+    assert int8_dot_product(cpuinfo) is expected
 
 
 def test_cli_bench_table_and_json(paths, capsys):
