@@ -24,7 +24,7 @@ import numpy as np
 
 from .blas import blas_threads, openblas
 from .files import METADATA_KEY, parse_header, tflite_metadata
-from .model import Model, check_input, labels_from_scores
+from .model import Model, check_input, count_macs, in_row_blocks, labels_from_scores
 from .native_log import without_native_lines
 from .preprocess import Preprocess
 from .tflite_check import check_tflite_structure
@@ -34,7 +34,8 @@ class Predictor:
     """A loaded model: ``predict(X)`` and ``decision_function(X)`` for raw inputs ``X`` [n, n_features].
 
     Attributes: ``path``, ``backend``, ``classes``, ``n_features``, ``n_outputs``, ``precision``
-    (``"fp32"`` or ``"int8"``), ``threads``, ``macs_per_sample`` (None if the file does not record ``n_atoms``),
+    (``"fp32"`` or ``"int8"``), ``threads``, ``n_atoms`` and ``macs_per_sample`` (None if the file does
+    not record ``n_atoms``),
     ``preprocess``, ``preprocess_in_graph`` and ``image_shape`` ((H, W[, 3]) of the training
     images, None when the file does not record one).
     """
@@ -43,7 +44,7 @@ class Predictor:
 
     def __init__(self, *, path: Path | None, classes: np.ndarray, n_features: int, n_outputs: int,
                  preprocess: Preprocess, preprocess_in_graph: bool, threads: int,
-                 precision: str, macs_per_sample: int | None,
+                 precision: str, n_atoms: int | None,
                  image_shape: tuple[int, ...] | None = None) -> None:
         self.path = path
         self.classes = classes
@@ -53,29 +54,39 @@ class Predictor:
         self.preprocess_in_graph = preprocess_in_graph
         self.threads = threads
         self.precision = precision
-        self.macs_per_sample = macs_per_sample
+        self.n_atoms = n_atoms
         self.image_shape = image_shape
 
     def decision_function(self, X: Any) -> np.ndarray:
         """Scores: [n] for binary models (> 0 means ``classes[1]``), [n, n_classes] otherwise.
 
         ``X`` must be 2-D, real, finite (NaN/inf raise ``ValueError``), ``n_features`` wide.
+        Large batches run in blocks of rows (``model.in_row_blocks``), one backend call each.
         """
         X = check_input(X, self.n_features)
-        Z = X.astype(np.float32, copy=False) if self.preprocess_in_graph else self.preprocess.apply(X)
-        if Z.shape[0] == 0:
+        if len(X) == 0:
             scores = np.empty((0, self.n_outputs), dtype=np.float32)
         else:
-            scores = self._scores(np.ascontiguousarray(Z))
+            scores = in_row_blocks(self._score_raw, X, max(self.n_features, self.n_atoms or 0))
         return scores[:, 0] if self.n_outputs == 1 else scores
 
     def predict(self, X: Any) -> np.ndarray:
         """Predicted labels, [n]."""
         return labels_from_scores(self.classes, self.decision_function(X))
 
+    def _score_raw(self, X: np.ndarray) -> np.ndarray:
+        """Scores of raw rows: the file's preprocessing unless its graph holds it, one backend call."""
+        Z = X.astype(np.float32, copy=False) if self.preprocess_in_graph else self.preprocess.apply(X)
+        return self._scores(np.ascontiguousarray(Z))
+
     def _scores(self, Z: np.ndarray) -> np.ndarray:
         """Raw scores [n, n_outputs] of preprocessed float32 rows (n >= 1)."""
         raise NotImplementedError
+
+    @property
+    def macs_per_sample(self) -> int | None:
+        """Multiply-accumulates of one inference, when the file records ``n_atoms``."""
+        return None if self.n_atoms is None else count_macs(self.n_features, self.n_atoms, self.n_outputs)
 
     @property
     def file_size(self) -> int | None:
@@ -96,7 +107,7 @@ class NumpyPredictor(Predictor):
         super().__init__(path=path, classes=model.classes, n_features=model.n_features,
                          n_outputs=model.n_outputs, preprocess=model.preprocess,
                          preprocess_in_graph=False, threads=threads, precision="fp32",
-                         macs_per_sample=model.macs_per_sample, image_shape=model.image_shape)
+                         n_atoms=model.n_atoms, image_shape=model.image_shape)
         self.model = model
 
     def decision_function(self, X: Any) -> np.ndarray:
@@ -136,7 +147,7 @@ class OnnxPredictor(Predictor):
                          n_outputs=header.n_outputs, preprocess=header.preprocess,
                          preprocess_in_graph=header.preprocess_in_graph, threads=threads,
                          precision=header.precision or "unknown",
-                         macs_per_sample=header.macs_per_sample(n_features),
+                         n_atoms=header.n_atoms,
                          image_shape=header.image_shape(n_features))
         self.session = session
         self._input, self._output = inputs[0].name, outputs[0].name
@@ -174,7 +185,7 @@ class TFLitePredictor(Predictor):
                          n_outputs=header.n_outputs, preprocess=header.preprocess,
                          preprocess_in_graph=header.preprocess_in_graph, threads=threads,
                          precision=header.precision or ("int8" if int8 else "fp32"),
-                         macs_per_sample=header.macs_per_sample(n_features),
+                         n_atoms=header.n_atoms,
                          image_shape=header.image_shape(n_features))
         self._batch = int(self._in["shape"][0])
 

@@ -75,12 +75,6 @@ class Header:
         """The training images' shape the exporter recorded (optional field), else None."""
         return image_shape_of(self.fields.get("image_shape"), n_features)
 
-    def macs_per_sample(self, n_features: int) -> int | None:
-        """Multiply-accumulates of one inference, when the metadata records ``n_atoms``."""
-        if self.n_atoms is None:
-            return None
-        return n_features * self.n_atoms + self.n_atoms * self.n_outputs
-
 
 def parse_header(text: str | bytes | None, source: str) -> Header:
     """Validate the ``lastedge`` metadata JSON of ``source``."""

@@ -15,6 +15,7 @@ import pytest
 
 from lastedge.runtime import Model, Preprocess, load
 from lastedge.runtime.loading import _installed
+from lastedge.runtime.model import BLOCK_ROWS, in_row_blocks
 from lastedge.runtime.native_log import without_native_lines
 
 lastedge_export = pytest.importorskip("lastedge.export")
@@ -180,6 +181,42 @@ def test_every_predictor_has_the_same_face(multiclass):
         assert predictor.precision == ("int8" if "int8" in path.name else "fp32")
         assert predictor.macs_per_sample == model.macs_per_sample
         assert predictor.file_size == path.stat().st_size
+
+
+@pytest.mark.parametrize("n_rows, width, step", [
+    (0, 64, 0), (1, 64, 1), (BLOCK_ROWS, 64, BLOCK_ROWS), (2 * BLOCK_ROWS + 5, 64, BLOCK_ROWS),
+    (5000, 40_000, 104), (3, 10**9, 1),  # wide models: fewer rows per block, never none
+])
+def test_in_row_blocks_scores_every_row_once_in_order(n_rows, width, step):
+    X = np.arange(2 * n_rows, dtype=np.float32).reshape(n_rows, 2)
+    sizes: list[int] = []
+    out = in_row_blocks(lambda rows: sizes.append(len(rows)) or rows[:, :1] * 2, X, width)
+    np.testing.assert_array_equal(out, X[:, :1] * 2)
+    assert sizes[:-1] == [step] * (len(sizes) - 1) and 0 <= sizes[-1] <= step
+    assert len(sizes) == max(1, -(-n_rows // step) if step else 1)
+
+
+def test_large_batches_are_scored_in_blocks_with_the_same_scores(multiclass, monkeypatch):
+    X, model, paths = multiclass
+    rows = np.resize(X, (2 * BLOCK_ROWS + 5, X.shape[1]))
+    sizes: list[int] = []
+    features = Model._features
+    monkeypatch.setattr(Model, "_features", lambda self, Z: sizes.append(len(Z)) or features(self, Z))
+    whole = features(model, rows) @ model.weights
+    np.testing.assert_allclose(model.decision_function(rows), whole, rtol=1e-5, atol=1e-5)
+    assert sizes == [BLOCK_ROWS, BLOCK_ROWS, 5]
+    for path in paths.values():
+        predictor = load(path)
+        if predictor.backend == "numpy":
+            continue
+        Z = rows.astype(np.float32) if predictor.preprocess_in_graph else predictor.preprocess.apply(rows)
+        in_one_call = predictor._scores(np.ascontiguousarray(Z))
+        calls: list[int] = []
+        scores = predictor._scores
+        monkeypatch.setattr(predictor, "_scores", lambda Z: calls.append(len(Z)) or scores(Z))
+        np.testing.assert_allclose(predictor.decision_function(rows), in_one_call, rtol=1e-5, atol=1e-5,
+                                   err_msg=path.name)
+        assert calls == [BLOCK_ROWS, BLOCK_ROWS, 5], path.name
 
 
 def test_threads_do_not_change_scores(multiclass):
