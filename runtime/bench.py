@@ -231,14 +231,15 @@ def current_rss_mib() -> float | None:
 def machine_info() -> dict[str, Any]:
     """CPU model, cores (all / usable), OS, Python and backend versions."""
     usable = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    cpuinfo = _read("/proc/cpuinfo")
     return {
-        "cpu": cpu_model(),
+        "cpu": cpu_model(cpuinfo),
         "cores": os.cpu_count(),
         "usable_cores": usable,
         "machine": platform.machine(),
         "os": platform.platform(),
         "python": platform.python_version(),
-        "int8_dot_product": int8_dot_product(_read("/proc/cpuinfo")),
+        "int8_dot_product": int8_dot_product(cpuinfo),
         **{name: _version(dist) for name, dist in
            (("numpy", "numpy"), ("onnxruntime", "onnxruntime"), ("litert", "ai-edge-litert"),
             ("tflite_runtime", "tflite-runtime"))},
@@ -255,7 +256,7 @@ def int8_dot_product(cpuinfo: str | None) -> bool | None:
     when unknown (no such file, or no feature list in it).
 
     Without one, int8 files run little faster than fp32 (measured on an AVX2-only AMD EPYC:
-    about 1.1x, against 2.7-3.5x on an Intel Xeon; docs/results.md), so ``bench`` reports it.
+    1.1-1.4x, against 2.7-3.5x on an Intel Xeon; docs/results.md), so ``bench`` reports it.
     """
     fields = (line.partition(":") for line in (cpuinfo or "").splitlines())
     feature_lists = [value.split() for key, _, value in fields
@@ -272,17 +273,14 @@ def _read(path: str) -> str | None:
         return None
 
 
-def cpu_model() -> str:
-    """'model name' from /proc/cpuinfo (x86), the board model (Raspberry Pi), else platform."""
-    for path, key in (("/proc/cpuinfo", "model name"), ("/proc/device-tree/model", None)):
-        text = _read(path)
-        if text is None:
-            continue
-        if key is None:
-            return text.strip("\x00\n ")
-        for line in text.splitlines():
-            if line.startswith(key):
-                return line.split(":", 1)[1].strip()
+def cpu_model(cpuinfo: str | None) -> str:
+    """'model name' from ``/proc/cpuinfo`` text (x86), the board model (Raspberry Pi), else platform."""
+    for line in (cpuinfo or "").splitlines():
+        if line.startswith("model name"):
+            return line.split(":", 1)[1].strip()
+    board = _read("/proc/device-tree/model")
+    if board is not None:
+        return board.strip("\x00\n ")
     return platform.processor() or platform.machine()
 
 

@@ -11,7 +11,7 @@ from test_runtime_backends import blobs, export, prototype_model
 
 from lastedge.cli import main
 from lastedge.runtime import bench, format_table, load
-from lastedge.runtime.bench import int8_dot_product, statistics
+from lastedge.runtime.bench import cpu_model, int8_dot_product, statistics
 
 ROW_KEYS = {"schema", "file", "file_size_bytes", "backend", "precision", "threads", "n_features",
             "n_outputs", "macs_per_sample", "load_ms", "first_inference_us", "rss_load_mib",
@@ -100,6 +100,11 @@ PI5 = ("processor\t: 0\nFeatures\t: fp asimd evtstrm aes pmull sha1 sha2 crc32 a
 ])
 def test_int8_dot_product_is_read_from_the_cpu_features(cpuinfo, expected):
     assert int8_dot_product(cpuinfo) is expected
+
+
+def test_cpu_model_is_the_model_name_line_else_the_platform():
+    assert cpu_model(X86_AVX2) == "AMD EPYC"
+    assert cpu_model(PI4) and cpu_model(None)  # the board (on a Pi) or the platform: never empty
 
 
 def test_cli_bench_table_and_json(paths, capsys):
