@@ -3,8 +3,10 @@
     python on_device.py model.tflite rows.csv          # or model.onnx / model.npz
     cat rows.csv | python on_device.py model.tflite    # rows from stdin
 
-Each CSV line is one sample: n_features numbers separated by commas (no header). Prints one
-predicted label per line, then a latency summary of the per-row calls on stderr.
+Each CSV line is one sample: n_features numbers separated by commas (no header). Rows are
+classified as they arrive, so a sensor can pipe into it: one predicted label per line on stdout,
+flushed at once, then a latency summary of the per-row calls on stderr. A line that is not a
+valid row stops it with "line N: why" on stderr and exit status 1.
 Needs numpy, plus ai-edge-litert (pip install "lastedge[tflite]") for .tflite files or
 onnxruntime ("lastedge[onnx]") for .onnx files; .npz files run on numpy alone.
 """
@@ -21,19 +23,31 @@ def main(argv: list[str]) -> int:
     if len(argv) not in (1, 2):
         print(__doc__, file=sys.stderr)
         return 2
-    model = load(argv[0], threads=1)
-    rows = np.loadtxt(argv[1] if len(argv) == 2 else sys.stdin, delimiter=",", ndmin=2)
+    try:
+        model = load(argv[0], threads=1)
+        source = open(argv[1]) if len(argv) == 2 else sys.stdin
+    except (OSError, ValueError, ImportError) as err:  # no such file, a damaged model, no backend
+        print(err, file=sys.stderr)
+        return 1
 
     latencies_us = []
-    for row in rows:
-        start = time.perf_counter()
-        label = model.predict(row[None, :])[0]  # one sample at a time, as a sensor would deliver
-        latencies_us.append((time.perf_counter() - start) * 1e6)
-        print(label)
+    with source:
+        for number, line in enumerate(source, 1):
+            if not line.strip():
+                continue
+            try:
+                row = np.array(line.split(","), dtype=np.float64)[None, :]
+                start = time.perf_counter()
+                label = model.predict(row)[0]  # one sample at a time, as a sensor delivers them
+            except ValueError as err:  # a bad number, the wrong width, NaN
+                print(f"line {number}: {err}", file=sys.stderr)
+                return 1
+            latencies_us.append((time.perf_counter() - start) * 1e6)
+            print(label, flush=True)
 
     if latencies_us:
         p50, p99 = np.percentile(latencies_us, [50, 99])
-        print(f"{len(rows)} rows on {model.backend} ({model.precision}): "
+        print(f"{len(latencies_us)} rows on {model.backend} ({model.precision}): "
               f"p50 {p50:.0f} us, p99 {p99:.0f} us, max {max(latencies_us):.0f} us per row",
               file=sys.stderr)
     return 0

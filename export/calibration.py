@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 
 from lastedge.runtime import Model, check_input
+from lastedge.runtime.model import in_row_blocks
 
 from .atom_scaling import graph_parameters
 
@@ -36,6 +37,9 @@ def check_calibration(X: Any, model: Model, *, min_rows: int = MIN_CALIBRATION_R
     if X.shape[0] < min_rows:
         raise ValueError(f"need at least {min_rows} calibration rows, got {X.shape[0]}")
     return X.astype(np.float32)
+
+
+TENSORS = ("input", "features", "scores")  # what ``activations`` returns, in this order
 
 
 def activations(model: Model, X: np.ndarray, input_is_raw: bool = False) -> dict[str, np.ndarray]:
@@ -68,10 +72,15 @@ class Ranges:
         if not 0 <= margin <= 10:
             raise ValueError(f"margin must be in [0, 10], got {margin}")
         X = check_calibration(X, model)
-        values = activations(model, X, input_is_raw)
+
+        def extremes(rows: np.ndarray) -> np.ndarray:  # [1, tensor, (min, max)]
+            return np.array([[(v.min(), v.max()) for v in activations(model, rows, input_is_raw).values()]])
+
+        # in blocks of rows: 60000 MNIST rows through 4000 atoms would hold 2 GB of float64 at once
+        per_block = in_row_blocks(extremes, X, max(model.n_features, model.n_atoms))
         ranges = {}
-        for name, v in values.items():
-            lo, hi = min(float(v.min()), 0.0), max(float(v.max()), 0.0)
+        for name, low, high in zip(TENSORS, per_block[:, :, 0].min(axis=0), per_block[:, :, 1].max(axis=0)):
+            lo, hi = min(float(low), 0.0), max(float(high), 0.0)
             if hi - lo == 0:
                 hi = 1.0  # an all-zero tensor still needs a valid scale
             width = (hi - lo) * margin

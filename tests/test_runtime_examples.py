@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import select
 import subprocess
 import sys
 from pathlib import Path
@@ -34,3 +35,43 @@ def test_on_device_example_classifies_csv_and_stdin(files, name):
                               capture_output=True, text=True, check=True)
     assert by_file.stdout.split() == expected == by_stdin.stdout.split()
     assert "20 rows on" in by_file.stderr and "p50" in by_file.stderr
+
+
+def test_on_device_example_answers_each_row_as_it_arrives(files):
+    model, X, paths, _ = files
+    proc = subprocess.Popen([sys.executable, str(EXAMPLE), str(paths["m.npz"])], stdin=subprocess.PIPE,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        for row, expected in zip(X[:3], model.predict(X[:3])):
+            proc.stdin.write(",".join(map(repr, row.tolist())) + "\n")
+            proc.stdin.flush()  # stdin stays open: the label must come before the stream ends
+            ready, _, _ = select.select([proc.stdout], [], [], 60)
+            assert ready, "no label within 60 s of its row"
+            assert proc.stdout.readline().strip() == str(expected)
+        proc.stdin.close()
+        assert proc.wait(60) == 0 and "3 rows on numpy" in proc.stderr.read()
+    finally:
+        proc.kill()
+        proc.stdout.close()
+        proc.stderr.close()
+
+
+@pytest.mark.parametrize("bad_line, why", [("1,2,3", "3 features, the model expects 24"),
+                                           ("1,abc" + ",0" * 22, "could not convert"),
+                                           (",".join(["nan"] * 24), "NaN")])
+def test_on_device_example_stops_at_a_bad_line_naming_it(files, tmp_path, bad_line, why):
+    model, X, paths, _ = files
+    csv = tmp_path / "rows.csv"
+    csv.write_text("\n".join([",".join(map(str, X[0])), "", bad_line, ",".join(map(str, X[1]))]) + "\n")
+    result = subprocess.run([sys.executable, str(EXAMPLE), str(paths["m.npz"]), str(csv)],
+                            capture_output=True, text=True)
+    assert result.returncode == 1 and result.stdout.split() == [str(model.predict(X[:1])[0])]
+    assert result.stderr.startswith("line 3: ") and why in result.stderr and "Traceback" not in result.stderr
+
+
+def test_on_device_example_refuses_a_damaged_model_in_one_line(files, tmp_path):
+    _, _, _, csv = files
+    (tmp_path / "m.npz").write_bytes(b"not a model")
+    result = subprocess.run([sys.executable, str(EXAMPLE), str(tmp_path / "m.npz"), str(csv)],
+                            capture_output=True, text=True)
+    assert result.returncode == 1 and "m.npz" in result.stderr and len(result.stderr.splitlines()) == 1

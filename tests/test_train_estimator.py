@@ -181,6 +181,11 @@ def test_sgd_gives_the_same_classifier_on_rescaled_raw_rows(digits_data, optimiz
     assert small.feature_sparsity(digits_data.X_test) < 0.99  # the atoms did not all die
 
 
+def test_feature_sparsity_counted_in_blocks_is_the_share_of_zero_features(tiny_last, digits_data):
+    X = np.resize(digits_data.X_test, (2500, digits_data.X_test.shape[1]))  # more than one block
+    assert tiny_last.feature_sparsity(X) == pytest.approx(np.mean(tiny_last.transform(X) == 0), abs=1e-12)
+
+
 def test_wrong_width_or_nan_at_predict_is_refused(tiny_last, digits_data):
     with pytest.raises(ValueError, match="10 features.*expecting 64"):
         tiny_last.predict(digits_data.X_test[:, :10])

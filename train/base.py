@@ -14,6 +14,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 
 from lastedge import __version__
 from lastedge.runtime import Model, Preprocess
+from lastedge.runtime.model import in_row_blocks
 from lastedge.runtime.preprocess import KINDS
 
 from . import problem
@@ -45,8 +46,12 @@ class ModelBackedClassifier:
         return self.model_.labels_from_scores(scores)
 
     def feature_sparsity(self, X) -> float:
-        """Fraction of exactly-zero features on ``X`` (the paper reports 96.7 % on MNIST)."""
-        return float(np.mean(self.transform(X) == 0))
+        """Fraction of exactly-zero features on ``X`` (the paper reports 96.7 % on MNIST), counted
+        block by block: MNIST's 60000 training rows x 4000 atoms would need 960 MB at once."""
+        X, model = self._check_predict_input(X), self.model_
+        zeros = in_row_blocks(lambda rows: np.count_nonzero(model.features(rows) == 0, axis=1), X,
+                              max(model.n_features, model.n_atoms))
+        return float(zeros.sum() / (len(X) * model.n_atoms))
 
 
 class SoftThresholdBase(ModelBackedClassifier, TransformerMixin, ClassifierMixin, BaseEstimator):
