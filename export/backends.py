@@ -1,7 +1,7 @@
 """Run an exported file in its real interpreter: onnxruntime, ai-edge-litert, legacy tflite-runtime.
 
 Each runner takes the rows the file's input expects (float32) and returns float32 scores
-[n, n_outputs]; int8 TFLite inputs and outputs are (de)quantized with the parameters stored in the
+[n, n_outputs], running them in blocks of rows as the runtime does; int8 TFLite inputs and outputs are (de)quantized with the parameters stored in the
 file. Interpreters are imported lazily; ``available(fmt)`` lists those that can be imported here.
 """
 
@@ -14,6 +14,7 @@ from typing import Callable
 import numpy as np
 
 from lastedge.runtime.backends import dequantize, quantize
+from lastedge.runtime.model import in_row_blocks
 from lastedge.runtime.native_log import without_native_lines
 
 Runner = Callable[[str, np.ndarray], np.ndarray]
@@ -53,18 +54,24 @@ def _run_onnxruntime(path: str, rows: np.ndarray) -> np.ndarray:
     import onnxruntime
 
     session = onnxruntime.InferenceSession(path, providers=["CPUExecutionProvider"])
-    return session.run(None, {session.get_inputs()[0].name: rows})[0]
+    name = session.get_inputs()[0].name
+    return in_row_blocks(lambda block: session.run(None, {name: block})[0], rows, rows.shape[1])
 
 
 def _run_tflite(module: str, path: str, rows: np.ndarray) -> np.ndarray:
     with without_native_lines():
         interpreter = importlib.import_module(module).Interpreter(model_path=path)
         inp, out = interpreter.get_input_details()[0], interpreter.get_output_details()[0]
-        interpreter.resize_tensor_input(inp["index"], list(rows.shape))
-        interpreter.allocate_tensors()
-    interpreter.set_tensor(inp["index"], quantize(rows, inp))
-    interpreter.invoke()
-    return dequantize(interpreter.get_tensor(out["index"]), out)
+
+    def scores(block: np.ndarray) -> np.ndarray:
+        with without_native_lines():
+            interpreter.resize_tensor_input(inp["index"], list(block.shape))
+            interpreter.allocate_tensors()
+        interpreter.set_tensor(inp["index"], quantize(block, inp))
+        interpreter.invoke()
+        return dequantize(interpreter.get_tensor(out["index"]), out)
+
+    return in_row_blocks(scores, rows, rows.shape[1])
 
 
 def run(backend: str, path: str | Path, rows: np.ndarray) -> np.ndarray:

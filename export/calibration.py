@@ -97,8 +97,11 @@ class Ranges:
 def clipped_fraction(model: Model, X: np.ndarray, ranges: dict[str, Any]) -> dict[str, float]:
     """Fraction of each quantized tensor's values outside its calibrated range (``Ranges.describe()``
     form), for raw rows ``X``."""
-    fractions = {}
-    for name, v in activations(model, X, ranges["input_is_raw"]).items():
-        lo, hi = ranges[name]
-        fractions[name] = float(np.mean((v < lo) | (v > hi)))
-    return fractions
+    def outside(rows: np.ndarray) -> np.ndarray:  # [rows, tensor]: values outside the range
+        values = activations(model, rows, ranges["input_is_raw"])
+        return np.stack([np.count_nonzero((values[name] < ranges[name][0]) | (values[name] > ranges[name][1]),
+                                          axis=1) for name in TENSORS], axis=1)
+
+    counts = in_row_blocks(outside, X, max(model.n_features, model.n_atoms)).sum(axis=0)
+    widths = (model.n_features, model.n_atoms, model.n_outputs)
+    return {name: float(count / (len(X) * width)) for name, count, width in zip(TENSORS, counts, widths)}

@@ -23,6 +23,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from lastedge.runtime import Model, check_input
+from lastedge.runtime.model import in_row_blocks
 
 from . import backends as _backends
 from .atom_scaling import graph_parameters
@@ -88,22 +89,34 @@ def _decisions(model: Model, scores: np.ndarray, tol: np.ndarray) -> tuple[np.nd
     return model.labels_from_scores(scores), (top2[:, 1] - top2[:, 0]) > 2 * tol.max(axis=1)
 
 
+def _exact_scores_and_tolerance(model: Model, rows: np.ndarray, rtol: float) -> tuple[np.ndarray, np.ndarray]:
+    """The exact (float64) scores of raw ``rows`` and each score's tolerance, in blocks of rows.
+
+    A score sums terms f_j w_j; float32 rounding scales with their magnitudes, not with the sum,
+    which can be small where large terms cancel (rows a thousand times the data's scale).
+    """
+    magnitudes = np.abs(graph_parameters(model)[2])
+
+    def both(block: np.ndarray) -> np.ndarray:
+        exact = activations(model, block)
+        return np.hstack([exact["scores"], rtol * (1 + np.abs(exact["features"]) @ magnitudes)])
+
+    scores_and_tolerance = in_row_blocks(both, rows, max(model.n_features, model.n_atoms))
+    return np.hsplit(scores_and_tolerance, 2)
+
+
 def _compare(model: Model, info: dict[str, Any], backend: str, X: np.ndarray, y: Any,
              rtol: float) -> dict[str, Any]:
     fp32 = info["metadata"]["precision"] == "fp32"
     rows = np.concatenate([X, probe_rows(model, X)]) if fp32 else X
     fed = rows if info["metadata"]["preprocess_in_graph"] else model.preprocess.apply(rows)
     got = _backends.run(backend, info["path"], fed)
-    exact = activations(model, rows)
-    expected = exact["scores"]
+    expected, tol = _exact_scores_and_tolerance(model, rows, rtol)
     if got.shape != expected.shape:
         raise ParityError(f"{info['path']} on {backend}: scores have shape {got.shape}, "
                           f"expected {expected.shape}")
     float32 = model.decision_function(rows).reshape(expected.shape)
     error = np.minimum(np.abs(got - expected), np.abs(got - float32.astype(np.float64)))
-    # A score sums terms f_j w_j; float32 rounding scales with their magnitudes, not with the sum,
-    # which can be small where large terms cancel (rows a thousand times the data's scale).
-    tol = rtol * (1 + np.abs(exact["features"]) @ np.abs(graph_parameters(model)[2]))
     labels, clear = _decisions(model, expected, tol)
     agree = model.labels_from_scores(got[:, 0] if model.n_outputs == 1 else got) == labels
     n = len(X)

@@ -142,14 +142,3 @@ def test_static_int8_with_folded_standardisation_calibrates_the_raw_input(tmp_pa
     assert onnxruntime_ops(path) == ["QuantizeLinear", "QGemm", "QGemm", "DequantizeLinear"]
     assert assert_parity(model, path, X, min_agreement=0.95)["clipped"]["input"] == 0
 
-
-@pytest.mark.parametrize("input_is_raw", [False, True])
-def test_calibrated_ranges_measured_in_blocks_are_the_whole_batch_ranges(input_is_raw):
-    from lastedge.export.calibration import TENSORS, Ranges, activations
-
-    model, _ = random_model(kind="standardize")
-    X = np.random.default_rng(1).normal(0, 3, (2500, model.n_features)).astype(np.float32)  # > 1 block
-    ranges = Ranges.measure(model, X, margin=0.0, input_is_raw=input_is_raw)
-    for name, values in zip(TENSORS, activations(model, X, input_is_raw).values()):
-        expected = (min(values.min(), 0.0), max(values.max(), 0.0))
-        np.testing.assert_allclose(getattr(ranges, name), expected, rtol=1e-12, err_msg=name)
