@@ -1,8 +1,9 @@
 """Run an exported file in its real interpreter: onnxruntime, ai-edge-litert, legacy tflite-runtime.
 
 Each runner takes the rows the file's input expects (float32) and returns float32 scores
-[n, n_outputs], running them in blocks of rows as the runtime does; int8 TFLite inputs and outputs are (de)quantized with the parameters stored in the
-file. Interpreters are imported lazily; ``available(fmt)`` lists those that can be imported here.
+[n, n_outputs], running them in blocks of rows as the runtime does; int8 TFLite inputs and outputs
+are (de)quantized with the parameters stored in the file. Interpreters are imported lazily;
+``available(fmt)`` lists those that can be imported here.
 """
 
 from __future__ import annotations

@@ -141,4 +141,3 @@ def test_static_int8_with_folded_standardisation_calibrates_the_raw_input(tmp_pa
     assert meta["quantization"]["input"][1] >= X.max()  # the raw range, not the standardized one
     assert onnxruntime_ops(path) == ["QuantizeLinear", "QGemm", "QGemm", "DequantizeLinear"]
     assert assert_parity(model, path, X, min_agreement=0.95)["clipped"]["input"] == 0
-
