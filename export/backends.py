@@ -63,11 +63,13 @@ def _run_tflite(module: str, path: str, rows: np.ndarray) -> np.ndarray:
     with without_native_lines():
         interpreter = importlib.import_module(module).Interpreter(model_path=path)
         inp, out = interpreter.get_input_details()[0], interpreter.get_output_details()[0]
+        interpreter.allocate_tensors()
 
     def scores(block: np.ndarray) -> np.ndarray:
-        with without_native_lines():
-            interpreter.resize_tensor_input(inp["index"], list(block.shape))
-            interpreter.allocate_tensors()
+        if tuple(interpreter.get_input_details()[0]["shape"]) != block.shape:  # first and last blocks
+            with without_native_lines():
+                interpreter.resize_tensor_input(inp["index"], list(block.shape))
+                interpreter.allocate_tensors()
         interpreter.set_tensor(inp["index"], quantize(block, inp))
         interpreter.invoke()
         return dequantize(interpreter.get_tensor(out["index"]), out)

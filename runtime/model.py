@@ -214,7 +214,8 @@ class Model:
         np.maximum(F, 0, out=F)
         return F
 
-    def _scores(self, X: np.ndarray) -> np.ndarray:
+    def _score_raw(self, X: np.ndarray) -> np.ndarray:
+        """Scores [n, n_outputs] of checked raw rows (as ``Predictor._score_raw``)."""
         return self._features(X) @ self.weights
 
     def decision_function(self, X: Any) -> np.ndarray:
@@ -222,7 +223,7 @@ class Model:
 
         Large batches are scored in blocks of rows (``in_row_blocks``), so memory stays bounded.
         """
-        scores = in_row_blocks(self._scores, check_input(X, self.n_features), max(self.dictionary.shape))
+        scores = in_row_blocks(self._score_raw, check_input(X, self.n_features), max(self.dictionary.shape))
         return scores[:, 0] if self.n_outputs == 1 else scores
 
     def predict(self, X: Any) -> np.ndarray:
