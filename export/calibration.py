@@ -77,7 +77,7 @@ class Ranges:
             return np.array([[(v.min(), v.max()) for v in activations(model, rows, input_is_raw).values()]])
 
         # in blocks of rows: 60000 MNIST rows through 4000 atoms would hold 2 GB of float64 at once
-        per_block = in_row_blocks(extremes, X, max(model.n_features, model.n_atoms))
+        per_block = in_row_blocks(extremes, X, model.row_width)
         ranges = {}
         for name, low, high in zip(TENSORS, per_block[:, :, 0].min(axis=0), per_block[:, :, 1].max(axis=0)):
             lo, hi = min(float(low), 0.0), max(float(high), 0.0)
@@ -102,6 +102,6 @@ def clipped_fraction(model: Model, X: np.ndarray, ranges: dict[str, Any]) -> dic
         return np.stack([np.count_nonzero((values[name] < ranges[name][0]) | (values[name] > ranges[name][1]),
                                           axis=1) for name in TENSORS], axis=1)
 
-    counts = in_row_blocks(outside, X, max(model.n_features, model.n_atoms)).sum(axis=0)
+    counts = in_row_blocks(outside, X, model.row_width).sum(axis=0)
     widths = (model.n_features, model.n_atoms, model.n_outputs)
     return {name: float(count / (len(X) * width)) for name, count, width in zip(TENSORS, counts, widths)}

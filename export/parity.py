@@ -101,7 +101,7 @@ def _exact_scores_and_tolerance(model: Model, rows: np.ndarray, rtol: float) -> 
         exact = activations(model, block)
         return np.hstack([exact["scores"], rtol * (1 + np.abs(exact["features"]) @ magnitudes)])
 
-    scores_and_tolerance = in_row_blocks(both, rows, max(model.n_features, model.n_atoms))
+    scores_and_tolerance = in_row_blocks(both, rows, model.row_width)
     return np.hsplit(scores_and_tolerance, 2)
 
 

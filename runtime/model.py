@@ -193,6 +193,12 @@ class Model:
         return self.weights.shape[1]
 
     @property
+    def row_width(self) -> int:
+        """Width of the widest per-row intermediate, ``max(n_features, n_atoms)``: what
+        ``in_row_blocks`` sizes its blocks of rows by."""
+        return max(self.n_features, self.n_atoms)
+
+    @property
     def macs_per_sample(self) -> int:
         """Multiply-accumulates of one inference (both MatMuls; preprocessing not counted)."""
         return count_macs(self.n_features, self.n_atoms, self.n_outputs)
@@ -223,7 +229,7 @@ class Model:
 
         Large batches are scored in blocks of rows (``in_row_blocks``), so memory stays bounded.
         """
-        scores = in_row_blocks(self._score_raw, check_input(X, self.n_features), max(self.dictionary.shape))
+        scores = in_row_blocks(self._score_raw, check_input(X, self.n_features), self.row_width)
         return scores[:, 0] if self.n_outputs == 1 else scores
 
     def predict(self, X: Any) -> np.ndarray:

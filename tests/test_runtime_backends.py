@@ -196,6 +196,12 @@ def test_in_row_blocks_scores_every_row_once_in_order(n_rows, width, step):
     assert len(sizes) == max(1, -(-n_rows // step) if step else 1)
 
 
+@pytest.mark.parametrize("n_features, n_atoms", [(36, 2), (2, 36)])
+def test_row_width_is_the_wider_of_inputs_and_features(n_features, n_atoms):
+    model = Model(np.ones((n_features, n_atoms)), np.ones((n_atoms, 1)), [0, 1])
+    assert model.row_width == 36
+
+
 def test_large_batches_are_scored_in_blocks_with_the_same_scores(multiclass, monkeypatch):
     X, model, paths = multiclass
     rows = np.resize(X, (2 * BLOCK_ROWS + 5, X.shape[1]))

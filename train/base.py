@@ -50,7 +50,7 @@ class ModelBackedClassifier:
         block by block: MNIST's 60000 training rows x 4000 atoms would need 960 MB at once."""
         X, model = self._check_predict_input(X), self.model_
         zeros = in_row_blocks(lambda rows: np.count_nonzero(model.features(rows) == 0, axis=1), X,
-                              max(model.n_features, model.n_atoms))
+                              model.row_width)
         return float(zeros.sum() / (len(X) * model.n_atoms))
 
 
