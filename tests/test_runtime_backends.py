@@ -197,7 +197,7 @@ def test_in_row_blocks_scores_every_row_once_in_order(n_rows, width, step):
 
 
 @pytest.mark.parametrize("n_features, n_atoms", [(36, 2), (2, 36)])
-def test_row_width_is_the_wider_of_inputs_and_features(n_features, n_atoms):
+def test_row_width_is_the_wider_of_inputs_and_atoms(n_features, n_atoms):
     model = Model(np.ones((n_features, n_atoms)), np.ones((n_atoms, 1)), [0, 1])
     assert model.row_width == 36
 
