@@ -51,15 +51,15 @@ def available(fmt: str) -> list[str]:
     return names
 
 
-def _run_onnxruntime(path: str, rows: np.ndarray) -> np.ndarray:
+def _run_onnxruntime(path: str, rows: np.ndarray, width: int) -> np.ndarray:
     import onnxruntime
 
     session = onnxruntime.InferenceSession(path, providers=["CPUExecutionProvider"])
     name = session.get_inputs()[0].name
-    return in_row_blocks(lambda block: session.run(None, {name: block})[0], rows, rows.shape[1])
+    return in_row_blocks(lambda block: session.run(None, {name: block})[0], rows, width)
 
 
-def _run_tflite(module: str, path: str, rows: np.ndarray) -> np.ndarray:
+def _run_tflite(module: str, path: str, rows: np.ndarray, width: int) -> np.ndarray:
     with without_native_lines():
         interpreter = importlib.import_module(module).Interpreter(model_path=path)
         inp, out = interpreter.get_input_details()[0], interpreter.get_output_details()[0]
@@ -74,17 +74,22 @@ def _run_tflite(module: str, path: str, rows: np.ndarray) -> np.ndarray:
         interpreter.invoke()
         return dequantize(interpreter.get_tensor(out["index"]), out)
 
-    return in_row_blocks(scores, rows, rows.shape[1])
+    return in_row_blocks(scores, rows, width)
 
 
-def run(backend: str, path: str | Path, rows: np.ndarray) -> np.ndarray:
-    """Scores [n, n_outputs] of the file at ``path`` for ``rows`` on ``backend``."""
+def run(backend: str, path: str | Path, rows: np.ndarray, width: int | None = None) -> np.ndarray:
+    """Scores [n, n_outputs] of the file at ``path`` for ``rows`` on ``backend``.
+
+    ``width`` sizes the blocks of rows: the widest per-row intermediate (``Model.row_width``),
+    the rows' own width when not given.
+    """
     if backend not in BACKENDS:
         raise ValueError(f"unknown backend {backend!r}; choose from {', '.join(BACKENDS)}")
     rows = np.ascontiguousarray(rows, dtype=np.float32)
+    width = rows.shape[1] if width is None else width
     if backend == "onnxruntime":
-        return np.asarray(_run_onnxruntime(str(path), rows), dtype=np.float32)
-    return np.asarray(_run_tflite(BACKENDS[backend][1], str(path), rows), dtype=np.float32)
+        return np.asarray(_run_onnxruntime(str(path), rows, width), dtype=np.float32)
+    return np.asarray(_run_tflite(BACKENDS[backend][1], str(path), rows, width), dtype=np.float32)
 
 
 def onnxruntime_ops(path: str | Path) -> list[str]:

@@ -110,7 +110,7 @@ def _compare(model: Model, info: dict[str, Any], backend: str, X: np.ndarray, y:
     fp32 = info["metadata"]["precision"] == "fp32"
     rows = np.concatenate([X, probe_rows(model, X)]) if fp32 else X
     fed = rows if info["metadata"]["preprocess_in_graph"] else model.preprocess.apply(rows)
-    got = _backends.run(backend, info["path"], fed)
+    got = _backends.run(backend, info["path"], fed, model.row_width)
     expected, tol = _exact_scores_and_tolerance(model, rows, rtol)
     if got.shape != expected.shape:
         raise ParityError(f"{info['path']} on {backend}: scores have shape {got.shape}, "
