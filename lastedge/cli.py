@@ -9,9 +9,10 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import sys
 import zipfile
-from typing import Sequence
+from typing import NoReturn, Sequence
 
 from lastedge import __version__
 
@@ -38,8 +39,16 @@ class CommandError(Exception):
     """An error a command reports to the user as one line."""
 
 
+class _Parser(argparse.ArgumentParser):
+    """An argument parser whose usage errors are one line naming ``--help`` (exit status 2),
+    like every other error of the command, rather than the whole usage text."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="lastedge",
         description="Train LAST soft-threshold classifiers, export them, run and benchmark them.",
     )
@@ -62,6 +71,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("lastedge: interrupted", file=sys.stderr)
         return 130
+    except BrokenPipeError:  # the reader stopped early (``lastedge predict ... | head``): not an error
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # no second error at exit
+        return 0
+    except MemoryError:
+        print(f"lastedge {args.command}: error: out of memory (try smaller batches or data)", file=sys.stderr)
+        return 1
     except (CommandError, *USER_ERRORS) as err:
         print(f"lastedge {args.command}: error: {_one_line(err)}", file=sys.stderr)
         return 1

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 from pathlib import Path
 from typing import Any, Iterable
 
@@ -55,7 +56,7 @@ def run_inspect(args: argparse.Namespace) -> int:
         raise ValueError(f"--atoms draws a trained .npz model's dictionary; {path.name} is an exported file")
     else:
         info, lines = _exported_info(path)
-    print(json.dumps(info, indent=2) if args.json else "\n".join(lines))
+    print(json.dumps(_json_ready(info), indent=2) if args.json else "\n".join(lines))
     return 0
 
 
@@ -134,19 +135,37 @@ def model_lines(info: dict[str, Any]) -> list[str]:
     ]
     if "trainer" in meta:
         fields.append(("trainer", f"{meta['trainer']}, fit {meta.get('fit_seconds', '?')} s"))
-    if meta.get("params"):
+    if isinstance(meta.get("params"), dict) and meta["params"]:
         fields.append(("params", " ".join(f"{k}={v}" for k, v in sorted(meta["params"].items()))))
     for key in ("data", "metrics"):  # recorded by ``lastedge train``
         if isinstance(meta.get(key), dict):
             fields.append((key, " ".join(f"{k}={v}" for k, v in meta[key].items())))
     selection = meta.get("mu_selection")  # recorded by ``lastedge train --mu A,B,...``
     if isinstance(selection, dict) and isinstance(selection.get("holdout_accuracy"), dict):
-        scores = ", ".join(f"{mu}: {acc:.2%}" for mu, acc in selection["holdout_accuracy"].items())
+        scores = ", ".join(f"{mu}: {_percent(acc)}" for mu, acc in selection["holdout_accuracy"].items())
         fields.append(("mu choice", f"{selection.get('mu')} on a hold-out ({scores})"))
     fields.append(("lastedge", str(meta.get("lastedge_version", "unknown"))))
     if "atoms_figure" in info:
         fields.append(("atoms figure", info["atoms_figure"]))
     return field_lines(fields)
+
+
+def _percent(value: Any) -> str:
+    """An accuracy as a percentage; anything else (a hand-edited file) as it is."""
+    is_number = isinstance(value, (int, float)) and not isinstance(value, bool)
+    return f"{value:.2%}" if is_number else str(value)
+
+
+def _json_ready(value: Any) -> Any:
+    """``value`` with every NaN or infinity replaced by None: ``json.dumps`` would write them as
+    ``NaN``/``Infinity``, which JSON readers refuse (a model's metadata may hold one)."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if isinstance(value, dict):
+        return {key: _json_ready(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_json_ready(item) for item in value]
+    return value
 
 
 def _classes_shown(classes: list) -> str:

@@ -143,6 +143,7 @@ class OnnxPredictor(Predictor):
         if len(inputs) != 1 or inputs[0].type != "tensor(float)" or not isinstance(n_features, int):
             raise ValueError(f"{path}: expected one float input [batch, n_features], got "
                              f"{[(i.name, i.type, i.shape) for i in inputs]}")
+        header.check_graph(n_features, outputs[0].shape[-1] if outputs[0].shape else None, str(path))
         super().__init__(path=path, classes=header.classes, n_features=n_features,
                          n_outputs=header.n_outputs, preprocess=header.preprocess,
                          preprocess_in_graph=header.preprocess_in_graph, threads=threads,
@@ -180,6 +181,8 @@ class TFLitePredictor(Predictor):
         self.backend = backend
         self._interp = interp
         n_features = int(self._in["shape"][-1])
+        header.check_graph(n_features, int(self._out["shape"][-1]) if len(self._out["shape"]) else None,
+                           str(path))
         int8 = self._in["dtype"] != np.float32
         super().__init__(path=path, classes=header.classes, n_features=n_features,
                          n_outputs=header.n_outputs, preprocess=header.preprocess,

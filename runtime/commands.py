@@ -149,6 +149,7 @@ def run_predict(args: argparse.Namespace) -> int:
     if files is not None:
         result["files"] = files
     if y is not None:
+        y = as_class_labels(y, predictor.classes)
         names, matrix = confusion(y, labels, predictor.classes)
         result.update(accuracy=float(np.mean(labels == y)),
                       confusion={"labels": names, "matrix": matrix.tolist()})
@@ -175,6 +176,19 @@ def run_predict(args: argparse.Namespace) -> int:
     if args.plot is not None:
         print(f"wrote {result['figure']}: confusion matrix")
     return 0
+
+
+def as_class_labels(y: np.ndarray, classes: np.ndarray) -> np.ndarray:
+    """True labels in the kind of the model's classes, so that 7, 7.0 and "7" name one class
+    (a CSV written by ``np.savetxt`` holds "7.000e+00"; a model trained on text labels has "7")."""
+    from .data import label_array
+
+    if classes.dtype.kind == "U" and y.dtype.kind in "biuf":
+        whole = y.dtype.kind == "f" and np.all(np.mod(y, 1) == 0)
+        return (y.astype(np.int64) if whole else y).astype(str)
+    if classes.dtype.kind in "biuf" and y.dtype.kind == "U":
+        return label_array(y.tolist())
+    return y
 
 
 def confusion(y_true: np.ndarray, y_pred: np.ndarray, classes: np.ndarray) -> tuple[list, np.ndarray]:
@@ -230,18 +244,21 @@ def _predict_rows(args: argparse.Namespace, n_features: int, image_size: tuple[i
     """(X, labels or None, description, image file names or None) for ``predict --data``; images
     are scaled to ``image_size`` (height, width) when given."""
     from .data import is_image_folder, load_csv, load_dataset
-    from .images import IMAGE_SUFFIXES, image_files, read_images
+    from .images import IMAGE_SUFFIXES, class_folders, image_files, read_images
 
     path = Path(args.data)
+    is_csv = args.data == "-" or path.suffix.lower() == ".csv"
+    if is_csv and args.image_size is not None:
+        raise ValueError("an image size (--image-size) applies to images, not to CSV rows")
     if args.data == "-":
         X, y = load_csv(sys.stdin, None if args.no_labels else args.label_column)
         return X, y, "CSV rows from stdin", None
-    if path.suffix.lower() == ".csv":
+    if is_csv:
         if not path.is_file():
             raise ValueError(f"no such data file: {args.data}")
         X, y = load_csv(args.data, None if args.no_labels else args.label_column)
         return X, y, f"{args.data}, all rows", None
-    loose = image_files(path) if path.is_dir() and not any(p.is_dir() for p in path.iterdir()) else []
+    loose = image_files(path) if path.is_dir() and not class_folders(path) else []
     if loose or (path.is_file() and path.suffix.lower() in IMAGE_SUFFIXES):
         paths = loose or [path]  # images without labels: one file, or a folder holding only images
         X, shape = read_images(paths, path if loose else path.parent, image_size)
@@ -250,7 +267,7 @@ def _predict_rows(args: argparse.Namespace, n_features: int, image_size: tuple[i
     if args.no_labels:
         raise ValueError("--no-labels applies to CSV files only")
     images = is_image_folder(path)
-    data = load_dataset(args.data, image_size=image_size if images else None)
+    data = load_dataset(args.data, image_size=image_size if images else args.image_size)
     if data.has_test:
         X, y, part = data.X_test, data.y_test, "held-out part"
     else:

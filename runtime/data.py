@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import csv
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TextIO
@@ -19,7 +20,7 @@ import numpy as np
 
 from .idx import IDX_PARTS, idx_files, read_idx
 from .images import image_split, read_image_folder
-from .model import NPZ_ERRORS
+from .model import NPZ_ERRORS, check_declared_sizes
 
 NPZ_KEYS = ("X_train", "y_train", "X_test", "y_test")
 
@@ -145,6 +146,7 @@ def _load_npz(path: Path) -> Dataset:
         if ("X_test" in archive.files) != ("y_test" in archive.files):
             raise ValueError(f"{path.name} has only one of X_test and y_test (give both or neither)")
         try:
+            check_declared_sizes(archive.zip, None, NPZ_KEYS)
             arrays = {k: archive[k] for k in NPZ_KEYS if k in archive.files}
         except (*NPZ_ERRORS, ValueError) as err:
             raise ValueError(f"cannot read the arrays of {path.name}: {err}") from None
@@ -162,6 +164,8 @@ def _check_part(X: np.ndarray, y: np.ndarray, what: str) -> None:
     if X.ndim != 2 or y.ndim != 1 or len(X) != len(y):
         raise ValueError(f"{what} must be [rows, features] and [rows], "
                          f"got shapes {X.shape} and {y.shape}")
+    if y.dtype.kind == "f" and not np.all(np.isfinite(y)):
+        raise ValueError(f"{what}: a label is NaN or infinite")
 
 
 def load_csv(path: str | Path | TextIO,
@@ -170,9 +174,9 @@ def load_csv(path: str | Path | TextIO,
     ``(X float64 [m, n], y labels [m])``; ``y`` is None when ``label_column`` is None (every column
     is a feature).
 
-    The first row is a header when one of its cells is not a number where the next row has a
-    number. ``label_column`` is a column name (with a header) or index (negative counts from the
-    end). Labels stay strings unless every label is an integer.
+    The first row is a header when it has a name where the next row has a number, or, in a file
+    of one row, when it has no number at all. ``label_column`` is a column name (with a header)
+    or index (negative counts from the end). Labels are read by :func:`label_array`.
     """
     stream = not isinstance(path, (str, Path))
     name = getattr(path, "name", "the stream") if stream else Path(path).name
@@ -181,6 +185,8 @@ def load_csv(path: str | Path | TextIO,
             rows = [row for row in csv.reader(f) if row and any(cell.strip() for cell in row)]
     except (UnicodeDecodeError, csv.Error) as err:
         raise ValueError(f"{name} is not a readable CSV text file ({err})") from None
+    if rows and rows[0][0].startswith("\ufeff"):  # a byte-order mark (a stream is not read as utf-8-sig)
+        rows[0][0] = rows[0][0][1:]
     if not rows:
         raise ValueError(f"{name} has no rows")
     header = rows.pop(0) if _has_header(rows) else None
@@ -203,15 +209,28 @@ def load_csv(path: str | Path | TextIO,
 
 
 def label_array(labels: list[str]) -> np.ndarray:
-    """Labels read as text (CSV cells, folder names): integers when every one is, else strings."""
-    return np.array([int(v) for v in labels]) if all(_is_int(v) for v in labels) else np.array(labels)
+    """Labels read as text (CSV cells, folder names): integers when every one is a whole number
+    ("7", "7.0", "7e0") and no two different texts name the same one ("1" and "01" stay two
+    classes, as strings), else strings."""
+    numbers = [float(v) for v in labels if _DECIMAL.fullmatch(v.strip())]
+    if len(numbers) != len(labels) or not all(v.is_integer() and abs(v) < 2**53 for v in numbers):
+        return np.array(labels)
+    integers = [int(v) for v in numbers]
+    return np.array(integers) if len(set(integers)) == len(set(labels)) else np.array(labels)
+
+
+# A decimal number written with ASCII digits (float() also takes "nan", "1_0" and other scripts' digits).
+_DECIMAL = re.compile(r"[+-]?([0-9]+\.?[0-9]*|\.[0-9]+)([eE][+-]?[0-9]+)?")
 
 
 def _has_header(rows: list[list[str]]) -> bool:
-    """A header has a non-number cell above a number (a string label column alone is no header)."""
+    """A header has a name (a non-empty cell that is not a number) above a number; a file of one
+    row is a header when none of its cells is a number. A string label column alone is no header,
+    nor is an empty cell (a missing value, refused as such)."""
     if len(rows) == 1:
-        return not all(_is_number(cell) for cell in rows[0])
-    return any(not _is_number(top) and _is_number(below) for top, below in zip(rows[0], rows[1]))
+        return not any(_is_number(cell) for cell in rows[0])
+    return any(top.strip() and not _is_number(top) and _is_number(below)
+               for top, below in zip(rows[0], rows[1]))
 
 
 def _column_index(label_column: str | int, header: list[str] | None, width: int) -> int:
@@ -235,7 +254,7 @@ def _is_number(text: str) -> bool:
 
 
 def _is_int(text: str) -> bool:
-    return text.strip().lstrip("+-").isdigit()
+    return re.fullmatch(r"[+-]?[0-9]+", text.strip()) is not None
 
 
 def _split(X: np.ndarray, y: np.ndarray, name: str, test_size: float, random_state: int,

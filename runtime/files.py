@@ -71,6 +71,16 @@ class Header:
     n_atoms: int | None
     fields: dict[str, Any]
 
+    def check_graph(self, n_features: int, n_outputs: Any, source: str) -> None:
+        """Raise if the graph's input or output width disagrees with what the metadata says."""
+        if n_outputs != self.n_outputs:
+            raise ValueError(f"{source}: the graph gives {n_outputs} score(s) per row, its metadata "
+                             f"{self.n_outputs} ({len(self.classes)} classes)")
+        try:
+            self.preprocess.check_width(n_features)
+        except ValueError as err:
+            raise ValueError(f"{source}: {err}") from None
+
     def image_shape(self, n_features: int) -> tuple[int, ...] | None:
         """The training images' shape the exporter recorded (optional field), else None."""
         return image_shape_of(self.fields.get("image_shape"), n_features)
@@ -86,25 +96,40 @@ def parse_header(text: str | bytes | None, source: str) -> Header:
         raise ValueError(f"{source}: the '{METADATA_KEY}' metadata is corrupt ({err})") from None
     if not isinstance(fields, dict):
         raise ValueError(f"{source}: the '{METADATA_KEY}' metadata must be a JSON object")
+    try:
+        return _header(fields)
+    except (ValueError, TypeError) as err:  # e.g. a mean that is no list of numbers
+        raise ValueError(f"{source}: metadata {err}") from None
+
+
+def _header(fields: dict[str, Any]) -> Header:
+    """The header of valid metadata fields; errors name the field, the caller the file."""
     missing = [k for k in ("classes", "preprocess", "n_outputs") if k not in fields]
     if missing:
-        raise ValueError(f"{source}: metadata lacks {', '.join(missing)}")
+        raise ValueError(f"lacks {', '.join(missing)}")
     version = fields.get("format_version", 1)
-    if not isinstance(version, int) or version > SUPPORTED_FORMAT_VERSION:
-        raise ValueError(f"{source} has format_version {version!r}; this lastedge reads "
-                         f"<= {SUPPORTED_FORMAT_VERSION}, upgrade lastedge")
+    if not isinstance(version, int) or isinstance(version, bool):
+        raise ValueError(f"format_version must be an integer, got {version!r}")
+    if version > SUPPORTED_FORMAT_VERSION:
+        raise ValueError(f"format_version {version} is newer than this lastedge reads "
+                         f"(<= {SUPPORTED_FORMAT_VERSION}): upgrade lastedge")
     classes = np.asarray(fields["classes"])
-    n_outputs = fields["n_outputs"]
     if classes.ndim != 1 or classes.dtype.kind not in "biufU" or len(classes) < 2:
-        raise ValueError(f"{source}: metadata classes must be a list of >= 2 numbers or strings")
+        raise ValueError("classes must be a list of >= 2 numbers or strings")
+    if len(np.unique(classes)) != len(classes):
+        raise ValueError("classes repeat a label")
+    n_outputs = fields["n_outputs"]
     if n_outputs != (1 if len(classes) == 2 else len(classes)):
-        raise ValueError(f"{source}: {len(classes)} classes do not match {n_outputs} outputs")
+        raise ValueError(f"n_outputs {n_outputs!r} does not match {len(classes)} classes")
+    in_graph = fields.get("preprocess_in_graph", False)
+    if not isinstance(in_graph, bool):
+        raise ValueError(f"preprocess_in_graph must be true or false, got {in_graph!r}")
     spec = fields["preprocess"]
     if not isinstance(spec, dict) or "kind" not in spec:
-        raise ValueError(f"{source}: metadata preprocess must be an object with a 'kind'")
+        raise ValueError("preprocess must be an object with a 'kind'")
     preprocess = Preprocess(spec["kind"], spec.get("mean"), spec.get("scale"))
     n_atoms = fields.get("n_atoms")
-    return Header(classes, preprocess, bool(fields.get("preprocess_in_graph", False)),
+    return Header(classes, preprocess, in_graph,
                   int(n_outputs), float(fields.get("alpha", 1.0)), fields.get("precision"),
                   int(n_atoms) if isinstance(n_atoms, int) else None, fields)
 

@@ -23,7 +23,7 @@ def image_split(folder: Path) -> dict[str, Path] | None:
     """``{"train": folder/train, "test": folder/test}`` when ``folder`` is split that way (``test``
     optional), else None."""
     train = _child(folder, "train")
-    if train is None or not _class_folders(train):
+    if train is None or not class_folders(train):
         return None
     test = _child(folder, "test")
     return {"train": train} if test is None else {"train": train, "test": test}
@@ -45,7 +45,7 @@ def read_image_folder(folder: Path, size: tuple[int, int] | None = None
     (and hidden files) are skipped; a class folder without images is an error. ``size`` (height,
     width) scales every image to it.
     """
-    classes = _class_folders(folder)
+    classes = class_folders(folder)
     if not classes:
         raise ValueError(f"{folder} has no class subfolders: an image folder holds one subfolder "
                          f"of images per class (e.g. {folder}/cat/1.png, {folder}/dog/2.png)")
@@ -133,7 +133,8 @@ def _coloured_palette(image) -> bool:
     return bool((palette != palette[:, :1]).any())
 
 
-def _class_folders(folder: Path) -> list[Path]:
+def class_folders(folder: Path) -> list[Path]:
+    """The subfolders of ``folder`` that name classes (hidden ones, such as ``.thumbs``, do not)."""
     return [p for p in sorted(folder.iterdir()) if p.is_dir() and not p.name.startswith(".")]
 
 

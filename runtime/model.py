@@ -16,7 +16,7 @@ import zipfile
 import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Collection
 
 import numpy as np
 
@@ -56,9 +56,18 @@ def check_input(X: Any, n_features: int) -> np.ndarray:
         )
     if X.shape[1] != n_features:
         raise ValueError(f"X has {X.shape[1]} features, the model expects {n_features}")
-    if X.dtype.kind == "f" and not np.all(np.isfinite(X)):
-        raise ValueError("X contains NaN or infinite values")
+    if X.dtype.kind == "f" and not _finite_in_float32(X):
+        raise ValueError("X contains NaN or infinite values, or values beyond float32's range "
+                         "(+-3.4e38), in which every backend computes")
     return X
+
+
+def _finite_in_float32(X: np.ndarray) -> bool:
+    """Whether every value is finite once cast to float32, the precision every backend runs in."""
+    if X.dtype.itemsize <= 4:
+        return bool(np.all(np.isfinite(X)))
+    with np.errstate(over="ignore"):
+        return bool(np.all(np.isfinite(X.astype(np.float32))))
 
 
 def in_row_blocks(score: Callable[[np.ndarray], np.ndarray], X: np.ndarray, width: int) -> np.ndarray:
@@ -275,7 +284,7 @@ class Model:
             with np.load(path, allow_pickle=False) as archive:
                 if not isinstance(archive, np.lib.npyio.NpzFile):
                     raise ValueError(f"{path} is a bare .npy array, not a lastedge model (.npz)")
-                _check_declared_sizes(archive.zip)
+                check_declared_sizes(archive.zip, MAX_MODEL_BYTES)
                 arrays = {key: archive[key] for key in archive.files}
         except FileNotFoundError:
             raise
@@ -320,12 +329,15 @@ class Model:
                    preprocess, meta)
 
 
-def _check_declared_sizes(archive: zipfile.ZipFile) -> None:
+def check_declared_sizes(archive: zipfile.ZipFile, max_bytes: int | None,
+                         arrays: Collection[str] | None = None) -> None:
     """Refuse a member whose .npy header declares more data than it holds (numpy would allocate
     the declared size first: a few bytes of damage asked for 149 GiB), or arrays larger in all
-    than ``MAX_MODEL_BYTES``."""
+    than ``max_bytes`` (None: no limit). ``arrays`` names the members to check (None: all)."""
     total = 0
     for info in archive.infolist():
+        if arrays is not None and info.filename.removesuffix(".npy") not in arrays:
+            continue
         with archive.open(info) as member:
             if np.lib.format.read_magic(member) != (1, 0):  # what np.save writes for these arrays
                 raise ValueError(f"{info.filename} is not a version 1.0 .npy entry")
@@ -335,8 +347,8 @@ def _check_declared_sizes(archive: zipfile.ZipFile) -> None:
                 raise ValueError(f"{info.filename} declares shape {shape} of {dtype} "
                                  f"({declared} bytes) but holds {info.file_size - member.tell()}")
         total += declared
-    if total > MAX_MODEL_BYTES:
-        raise ValueError(f"its arrays take {total} bytes, more than the {MAX_MODEL_BYTES} a model may")
+    if max_bytes is not None and total > max_bytes:
+        raise ValueError(f"its arrays take {total} bytes, more than the {max_bytes} a model may")
 
 
 def _text(arrays: dict[str, np.ndarray], key: str, source: str) -> str:

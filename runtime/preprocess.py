@@ -18,6 +18,10 @@ import numpy as np
 
 KINDS = ("none", "l2", "center-l2", "standardize")
 
+# Norms whose float32 sum of squares neither overflowed nor lost precision to underflow; rows
+# outside are normed again after scaling by their largest value, so l2 stays scale-invariant.
+_SAFE_NORMS = (1e-18, 1e18)
+
 
 @dataclass(frozen=True)
 class Preprocess:
@@ -66,16 +70,19 @@ class Preprocess:
         """
         if self.kind == "none":
             return np.asarray(X, dtype=np.float32)
-        Z = np.array(X, dtype=np.float32)
-        if self.kind == "standardize":
-            Z -= self.mean
+        if self.kind == "standardize":  # the mean off first, in the input's precision: rows
+            Z = (np.asarray(X) - self.mean).astype(np.float32, copy=False)  # near 1e9 keep their digits
             Z /= self.scale
             return Z
-        if self.kind == "center-l2":
-            Z -= np.add.reduce(Z, axis=1, keepdims=True) / np.float32(Z.shape[1])
-        norms = np.sqrt(np.einsum("ij,ij->i", Z, Z))[:, None]
+        Z = np.array(X, dtype=np.float32)
+        if self.kind == "center-l2":  # the mean summed in float64: 64 values near 1e37 overflow float32
+            Z -= (np.add.reduce(Z, axis=1, keepdims=True, dtype=np.float64) / Z.shape[1]).astype(np.float32)
+        norms = np.sqrt(np.einsum("ij,ij->i", Z, Z))
+        unsafe = ~((norms > _SAFE_NORMS[0]) & (norms < _SAFE_NORMS[1]))
+        if unsafe.any():
+            norms[unsafe] = _rescaled_norms(Z[unsafe])
         np.maximum(norms, np.finfo(np.float32).tiny, out=norms)  # a zero row stays zero
-        Z /= norms
+        Z /= norms[:, None]
         return Z
 
     def check_width(self, n_features: int) -> None:
@@ -88,3 +95,10 @@ class Preprocess:
     def describe(self) -> dict[str, Any]:
         """The JSON-serialisable part (kind only; statistics travel as arrays)."""
         return {"kind": self.kind}
+
+
+def _rescaled_norms(Z: np.ndarray) -> np.ndarray:
+    """l2 norms of the rows of ``Z`` computed as ``peak * ||row / peak||`` (0 for a zero row)."""
+    peaks = np.abs(Z).max(axis=1)
+    scaled = Z / np.where(peaks > 0, peaks, 1)[:, None]
+    return peaks * np.sqrt(np.einsum("ij,ij->i", scaled, scaled))

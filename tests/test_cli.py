@@ -358,6 +358,57 @@ def test_user_errors_are_one_line(capsys, bad_files, tiny_model_file, argv, mess
     assert not (bad_files / "m.npz").exists()
 
 
+def test_a_command_line_that_does_not_parse_is_one_usage_line(capsys, tmp_path):
+    with pytest.raises(SystemExit) as stop:
+        main(["train", "--data", "digits", "--atoms", "x", "--out", str(tmp_path / "m.npz")])
+    err = capsys.readouterr().err
+    assert stop.value.code == 2 and err.splitlines() == [
+        "lastedge train: error: argument --atoms: invalid int value: 'x' (see lastedge train --help)"]
+
+
+@pytest.mark.parametrize("argv", [["predict", "{model}", "--data", "{d}/rows.csv", "--image-size", "8x8"],
+                                  ["predict", "{model}", "--data", "digits", "--image-size", "8x8"]],
+                         ids=["csv", "digits"])
+def test_an_image_size_for_rows_that_are_no_images_is_refused(capsys, tmp_path, tiny_model_file, argv):
+    (tmp_path / "rows.csv").write_text(",".join(["0"] * 65) + "\n")
+    code, _, err = run(capsys, *[a.format(d=tmp_path, model=tiny_model_file) for a in argv])
+    assert code == 1 and "image size" in err.lower() and len(err.splitlines()) == 1
+
+
+def test_out_of_memory_is_one_line(capsys, tiny_model_file, monkeypatch):
+    def too_big(*args, **kwargs):
+        raise MemoryError()
+
+    monkeypatch.setattr(sys.modules["lastedge.runtime.bench"], "bench", too_big)
+    code, _, err = run(capsys, "bench", tiny_model_file, "--runs", "3")
+    assert code == 1 and err == "lastedge bench: error: out of memory (try smaller batches or data)\n"
+
+
+def test_predict_compares_labels_by_value_whatever_their_text(capsys, tmp_path, tiny_model_file, digits_data):
+    """np.savetxt writes label 7 as 7.000e+00; a model trained on text labels holds "7"."""
+    X, y = digits_data.X_test[:60], digits_data.y_test[:60]
+    np.savetxt(tmp_path / "ints.csv", np.c_[X, y], delimiter=",", fmt="%d")
+    np.savetxt(tmp_path / "floats.csv", np.c_[X, y], delimiter=",")
+    accuracies = [json.loads(run(capsys, "predict", tiny_model_file, "--data", tmp_path / name, "--json")[1])
+                  ["accuracy"] for name in ("ints.csv", "floats.csv")]
+    assert accuracies[0] == accuracies[1] > 0.3
+    from lastedge.runtime.commands import as_class_labels
+
+    assert as_class_labels(np.array([7.0, 1.0]), np.array(["1", "7"])).tolist() == ["7", "1"]
+    assert as_class_labels(np.array(["7", "1"]), np.array([1, 7])).tolist() == [7, 1]
+
+
+def test_inspect_shows_a_model_whose_metadata_holds_the_unexpected(capsys, tmp_path, tiny_model_file):
+    model = Model.load(tiny_model_file)
+    model.meta = {"params": [1, 2], "metrics": {"loss": float("nan")},
+                  "mu_selection": {"mu": 1, "holdout_accuracy": {"1": "high"}}}
+    model.save(tmp_path / "odd.npz")
+    code, out, err = run(capsys, "inspect", tmp_path / "odd.npz")
+    assert code == 0 and "1: high" in out and "loss=nan" in out
+    code, out, err = run(capsys, "inspect", tmp_path / "odd.npz", "--json")
+    assert code == 0 and json.loads(out, parse_constant=pytest.fail)["meta"]["metrics"]["loss"] is None
+
+
 def test_confusion_counts_true_labels_the_model_does_not_know():
     from lastedge.runtime.commands import _most_confused, confusion
 

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import io
+import zipfile
 
 import numpy as np
 import pytest
 
-from lastedge.runtime.data import load_csv, load_dataset
+from lastedge.runtime.data import label_array, load_csv, load_dataset
 
 
 def write(path, text: str):
@@ -88,6 +89,55 @@ def test_csv_with_excel_byte_order_mark(tmp_path):
     path.write_bytes("\ufefflabel,x\n1,0.5\n0,0.25\n".encode("utf-8"))
     X, y = load_csv(path, "label")
     assert y.tolist() == [1, 0] and X.tolist() == [[0.5], [0.25]]
+
+
+def test_a_byte_order_mark_on_a_stream_does_not_make_the_first_row_a_header():
+    X, y = load_csv(io.StringIO("\ufeff1,2,0\n3,4,1\n"))
+    assert X.tolist() == [[1, 2], [3, 4]] and y.tolist() == [0, 1]
+
+
+def test_an_empty_first_cell_is_a_missing_value_not_a_header(tmp_path):
+    with pytest.raises(ValueError, match="a feature cell is not a number"):
+        load_csv(write(tmp_path / "gap.csv", ",2,0\n3,4,1\n"))
+
+
+def test_one_row_with_a_text_label_is_data_and_one_row_of_names_a_header(tmp_path):
+    X, y = load_csv(write(tmp_path / "one.csv", "1,2,cat\n"))
+    assert X.tolist() == [[1, 2]] and y.tolist() == ["cat"]
+    with pytest.raises(ValueError, match="header but no data rows"):
+        load_csv(write(tmp_path / "names.csv", "a,b,label\n"))
+
+
+@pytest.mark.parametrize("texts, expected", [
+    (["7", "0", "7"], [7, 0, 7]),
+    (["7.000000e+00", "0.0", "-1"], [7, 0, -1]),  # np.savetxt writes whole numbers this way
+    (["1", "01", "7"], ["1", "01", "7"]),  # "1" and "01" would fall on one class: kept as text
+    (["\u00b2", "\u00b3"], ["\u00b2", "\u00b3"]),  # superscripts: str.isdigit says yes, int() no
+    (["0.5", "1"], ["0.5", "1"]),
+    (["nan", "1"], ["nan", "1"]),
+])
+def test_labels_are_integers_only_when_every_text_is_one_distinct_whole_number(texts, expected):
+    assert label_array(texts).tolist() == expected
+
+
+def test_nan_labels_and_arrays_declaring_more_data_than_they_hold_are_refused(tmp_path):
+    np.savez(tmp_path / "nan.npz", X_train=np.zeros((2, 2)), y_train=np.array([0.0, np.nan]))
+    with pytest.raises(ValueError, match="a label is NaN"):
+        load_dataset(str(tmp_path / "nan.npz"))
+    member = io.BytesIO()  # a 64-byte array whose header says 1e12 values: numpy would allocate 7 TiB
+    np.lib.format.write_array_header_1_0(member, {"descr": "<f8", "fortran_order": False,
+                                                  "shape": (10**6, 10**6)})
+    with zipfile.ZipFile(tmp_path / "big.npz", "w") as archive:
+        archive.writestr("X_train.npy", member.getvalue() + bytes(64))
+        archive.writestr("y_train.npy", _npy(np.zeros(2)))
+    with pytest.raises(ValueError, match=r"X_train.npy declares shape \(1000000, 1000000\)"):
+        load_dataset(str(tmp_path / "big.npz"))
+
+
+def _npy(array: np.ndarray) -> bytes:
+    buffer = io.BytesIO()
+    np.save(buffer, array)
+    return buffer.getvalue()
 
 
 def test_split_falls_back_to_unstratified_when_a_class_has_one_row(tmp_path):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 import sys
 
@@ -33,6 +34,32 @@ def test_wrong_width_1d_nan_inf_and_strings_are_refused(paths):
             predictor.decision_function(np.full((3, 24), np.inf))
         with pytest.raises(TypeError, match="real numbers"):
             predictor.predict(np.full((1, 24), "1"))
+
+
+def test_values_beyond_float32_are_refused_not_scored_as_nan(paths):
+    """1e39 is a finite float64 but infinite in float32, which every backend computes in."""
+    for path in paths.values():
+        with pytest.raises(ValueError, match="beyond float32's range"):
+            load(path).predict(np.full((1, 24), 1e39))
+
+
+@pytest.mark.parametrize("kind", ["l2", "center-l2"])
+def test_l2_preprocessing_is_scale_invariant_at_extreme_scales(kind):
+    """Squares of 1e20 overflow float32 and those of 1e-25 underflow: norms are taken rescaled."""
+    X, y = blobs()
+    model = prototype_model(X, y, preprocess=kind)
+    expected = model.decision_function(X)
+    for scale in (1e-25, 1e20, 1e35):
+        np.testing.assert_allclose(model.decision_function(X.astype(np.float64) * scale), expected,
+                                   rtol=1e-4, atol=1e-5)
+
+
+def test_standardize_takes_the_mean_off_before_rounding_to_float32():
+    """Rows near 1e8 keep their digits (float32 spacing there is 8): the mean goes first."""
+    X, y = blobs()
+    model = prototype_model(X.astype(np.float64) + 1e8, y, preprocess="standardize")
+    shifted = prototype_model(X, y, preprocess="standardize")
+    assert np.mean(model.predict(X.astype(np.float64) + 1e8) == shifted.predict(X)) > 0.95
 
 
 def test_a_batch_of_images_is_read_row_by_row(paths):
@@ -97,6 +124,32 @@ def test_a_file_without_lastedge_metadata_is_refused(paths, tmp_path):
     onnx.save(proto, tmp_path / "bare.onnx")
     with pytest.raises(ValueError, match="no 'lastedge' metadata"):
         load(tmp_path / "bare.onnx")
+
+
+@pytest.mark.parametrize("edit, message", [
+    (lambda meta: meta.update(classes=[0, 1], n_outputs=1), "the graph gives 3 score"),
+    (lambda meta: meta.update(classes=[0, 0, 1]), "classes repeat a label"),
+    (lambda meta: meta.update(preprocess_in_graph="false"), "preprocess_in_graph must be true or false"),
+    (lambda meta: meta.update(format_version="1"), "format_version must be an integer"),
+    (lambda meta: meta.update(format_version=99), "format_version 99 is newer .*upgrade lastedge"),
+    (lambda meta: meta.update(preprocess={"kind": "standardize", "mean": [0.0], "scale": [1.0]}),
+     "preprocess statistics have 1 features, model has 24"),
+    (lambda meta: meta.update(preprocess={"kind": "standardize", "mean": {"a": 1}, "scale": [1.0]}),
+     "metadata float.. argument"),
+], ids=["outputs", "repeated-classes", "in-graph-text", "version-text", "version-new", "mean-width",
+        "mean-not-numbers"])
+def test_metadata_that_disagrees_with_itself_or_the_graph_is_refused(paths, tmp_path, edit, message):
+    onnx = pytest.importorskip("onnx")
+    if "m.onnx" not in paths:
+        pytest.skip("no ONNX exporter yet")
+    proto = onnx.load(paths["m.onnx"])
+    entry = next(p for p in proto.metadata_props if p.key == "lastedge")
+    meta = json.loads(entry.value)
+    edit(meta)
+    entry.value = json.dumps(meta)
+    onnx.save(proto, tmp_path / "edited.onnx")
+    with pytest.raises(ValueError, match=f"edited.onnx: .*{message}"):
+        load(tmp_path / "edited.onnx")
 
 
 def test_missing_backend_names_the_extra(paths, monkeypatch):
