@@ -368,6 +368,8 @@ def check_output_path(path: str | os.PathLike, suffixes: str | tuple[str, ...], 
         raise ValueError(f"{what} must be a {', '.join(suffixes)} file, got {path.name!r}")
     if not (path.parent if str(path.parent) else Path(".")).is_dir():
         raise ValueError(f"cannot write {path}: folder {path.parent} does not exist")
+    if path.is_dir():
+        raise ValueError(f"cannot write {path}: it is a folder")
     return path
 
 

@@ -265,6 +265,7 @@ def test_demo_without_export_or_plot_extras_still_benchmarks_the_npz(capsys, tmp
 def bad_files(tmp_path):
     (tmp_path / "corrupt.npz").write_bytes(b"PK\x03\x04 not really a zip")
     (tmp_path / "notes.txt").write_text("hello")
+    (tmp_path / "folder.npz").mkdir()
     (tmp_path / "narrow.csv").write_text("1,2,0\n3,4,1\n")
     rng = np.random.default_rng(0)
     np.savez(tmp_path / "lonely.npz", X_train=rng.normal(size=(41, 4)), y_train=np.r_[[0] * 20, [1] * 20, 2])
@@ -292,6 +293,7 @@ def mark_encrypted(path: Path) -> Path:
      "n_atoms must be an integer >= 1, got 0"),
     (["train", "--data", "digits", *TINY, "--out", "{d}/m.txt"], "--out must be a .npz file"),
     (["train", "--data", "digits", *TINY, "--out", "{d}/no/m.npz"], "folder .* does not exist"),
+    (["train", "--data", "digits", *TINY, "--out", "{d}/folder.npz"], "cannot write .*folder.npz: it is a folder"),
     (["train", "--data", "{d}/notes.txt", *TINY, "--out", "{d}/m.npz"],
      "unsupported data file 'notes.txt'"),
     (["train", "--data", "digits", "--atoms", "2", "--method", "sgd", "--max-dca-iter", "3",
@@ -337,7 +339,7 @@ def mark_encrypted(path: Path) -> Path:
     (["inspect", "{model}", "--atoms", "{d}/a.png", "--image-shape", "5x5"],
      "an image of shape 5x5 has 25 values; the model has 64 features"),
     (["inspect", "{model}", "--atoms", "{d}/a.png", "--image-shape", "8by8"], "image shape must be HxW"),
-], ids=["missing-data", "zero-atoms", "out-not-npz", "out-folder", "unknown-data-format",
+], ids=["missing-data", "zero-atoms", "out-not-npz", "out-folder", "out-is-a-folder", "unknown-data-format",
         "option-of-other-method", "options-of-other-method", "hinge-without-shared", "mu-grid-class-too-small",
         "shift-without-images", "image-shape-of-images", "train-image-shape-wrong-size", "shift-with-sgd", "bad-device",
         "zero-threads", "plot-format", "plot-folder", "corrupt-model", "encrypted-model", "encrypted-data", "encrypted-calibration", "wrong-width", "no-labels-not-csv", "predictions-not-csv",

@@ -1,6 +1,8 @@
 """The baselines: SoftThresholdEncoderSVM (the dictionary, the encoder as math, the exact Model),
 SparseCodingSVM (codes that solve the lasso), KMeansCentroidClassifier, and bad input for each."""
 
+import warnings
+
 import numpy as np
 import pytest
 from sklearn.datasets import load_digits, make_blobs, make_classification
@@ -160,6 +162,24 @@ def test_bad_data(binary):
     zero_mean = np.array([[1.0, 0], [-1, 0], [0, 1], [0, -1]])  # each class's centroid is 0
     with pytest.raises(ValueError, match="no threshold alpha > 0"):
         SoftThresholdEncoderSVM(2, preprocess="none").fit(zero_mean, [0, 0, 1, 1])
+
+
+@pytest.mark.parametrize("cls, searching, given, searched", [
+    (SoftThresholdEncoderSVM, {"n_atoms": 2, "dictionary": "random", "alpha": None, "C": None},
+     {"alpha": 0.1, "C": 1.0}, "alpha and C"),
+    (SparseCodingSVM, {"n_atoms": 4, "C": None}, {"C": 1.0}, "C"),
+])
+def test_cross_validation_that_fails_on_every_candidate_is_refused(binary, cls, searching, given, searched):
+    # one row of class 1: the fold that holds it out trains on class 0 only, so scikit-learn scores
+    # every candidate NaN, and argmax over NaNs used to pick the first candidate silently
+    X, y, _, _ = binary
+    X, y = np.r_[X[y == 0][:29], X[y == 1][:1]], np.r_[np.zeros(29, int), 1]
+    with warnings.catch_warnings(), pytest.raises(
+            ValueError, match=f"cannot choose {searched} by 3-fold cross-validation: the SVM failed on a "
+                              f"fold for every candidate .class 1 has 1 training row.*give {searched} explicitly"):
+        warnings.simplefilter("ignore")  # scikit-learn's own warnings about the folds
+        cls(**searching, random_state=0).fit(X, y)
+    assert cls(**{**searching, **given}, random_state=0).fit(X, y).score(X, y) > 0.9  # no folds needed
 
 
 def test_predict_checks(binary):

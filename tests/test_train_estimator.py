@@ -7,12 +7,14 @@ import warnings
 
 import numpy as np
 import pytest
+import torch
 from sklearn.decomposition import sparse_encode
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
 from lastedge.runtime import Model
 from lastedge.train import LASTClassifier, SGDSoftThresholdClassifier
+from lastedge.train.base import flushes_denormals, thread_count
 
 FAST_LAST = dict(n_atoms=4, max_dca_iter=2, inner_iter=30, verbose=0, random_state=0)
 FAST_SGD = dict(n_atoms=4, max_iter=100, step_sizes=(0.1,), verbose=0, random_state=0)
@@ -133,26 +135,105 @@ def test_bad_training_data_is_refused(cls, change, error, match):
 
 
 @pytest.mark.parametrize("params, match", [
-    ({"n_atoms": 0}, "n_atoms must be an integer >= 1, got 0"),
-    ({"n_atoms": 2.5}, "n_atoms must be an integer >= 1"),
-    ({"preprocess": "zscore"}, "preprocess must be one of .* got 'zscore'"),
     ({"inner_solver": "newton"}, "inner_solver must be one of .* got 'newton'"),
     ({"surrogate": "exact"}, "surrogate must be one of .* got 'exact'"),
     ({"hinge": "squared"}, "hinge must be one of .* got 'squared'"),
+    ({"atoms_per_class": "foo"}, "atoms_per_class must be one of .* got 'foo'"),  # checked with "ovr" too
     ({"line_search": "yes"}, "line_search must be 'auto', True or False, got 'yes'"),
-    ({"max_dca_iter": 0}, "max_dca_iter must be >= 1"),
-    ({"mu": -1.0}, "mu must be a finite number >= 0, got -1.0"),
+    ({"max_dca_iter": 0}, "max_dca_iter must be an integer >= 1, got 0"),
+    ({"max_dca_iter": None}, "max_dca_iter must be an integer >= 1, got None"),
+    ({"max_dca_iter": 2.7}, "max_dca_iter must be an integer >= 1, got 2.7"),  # not truncated to 2
+    ({"inner_iter": 2.5}, "inner_iter must be an integer >= 1 or None, got 2.5"),
+    ({"batch_size": "abc"}, "batch_size must be an integer >= 1, 'full' or None, got 'abc'"),
+    ({"batch_size": 2.5}, "batch_size must be an integer >= 1, 'full' or None, got 2.5"),
+    ({"tol": None}, "tol must be a finite number >= 0, got None"),
+    ({"validation_fraction": 2.0}, r"validation_fraction must be a finite number in \(0, 1\), got 2.0"),
 ])
-def test_bad_parameters_are_refused(params, match):
+def test_bad_last_parameters_are_refused(params, match):
     X, y = blobs()
     with pytest.raises(ValueError, match=match):
         LASTClassifier(**{**FAST_LAST, **params}).fit(X, y)
+
+
+@pytest.mark.parametrize("cls, fast", [(LASTClassifier, FAST_LAST), (SGDSoftThresholdClassifier, FAST_SGD)])
+@pytest.mark.parametrize("params, match", [
+    ({"n_atoms": 0}, "n_atoms must be an integer >= 1, got 0"),
+    ({"n_atoms": 2.5}, "n_atoms must be an integer >= 1"),
+    ({"preprocess": "zscore"}, "preprocess must be one of .* got 'zscore'"),
+    ({"mu": -1.0}, "mu must be a finite number >= 0, got -1.0"),
+    ({"mu": None}, "mu must be a finite number >= 0, got None"),
+    ({"nu": "1"}, "nu must be a finite number > 0, got '1'"),
+    ({"eps": None}, "eps must be a finite number > 0, got None"),
+    ({"init_active_fraction": 1.5}, r"init_active_fraction must be a finite number in \(0, 1\] or None, got 1.5"),
+    ({"sign_ratio": "x"}, r"sign_ratio must be a finite number in \(0, 1\) or 'auto', got 'x'"),
+    ({"n_jobs": 0}, r"n_jobs must be a non-zero integer \(-1: all cores\) or None, got 0"),
+    ({"n_jobs": "two"}, "n_jobs must be a non-zero integer .* got 'two'"),
+    # a step <= 0 never moves: LAST used to report convergence after one untrained iteration
+    ({"step_sizes": (-0.01,)}, r"step_sizes must be None or a non-empty sequence of numbers in \(0, 3.4e\+38\]"),
+    ({"step_sizes": (0,)}, r"step_sizes must be None or a non-empty sequence .* got \(0,\)"),
+    ({"step_sizes": ()}, r"step_sizes must be None or a non-empty sequence .* got \(\)"),
+    ({"step_sizes": (1e300,)}, r"step_sizes must be .*float32.* got \(1e\+300,\)"),  # was a torch overflow
+])
+def test_bad_shared_parameters_are_refused(cls, fast, params, match):
+    X, y = blobs()
+    with pytest.raises(ValueError, match=match):
+        cls(**{**fast, **params}).fit(X, y)
+
+
+@pytest.mark.parametrize("params, match", [
+    ({"max_iter": 2.5}, "max_iter must be an integer >= 1, got 2.5"),
+    ({"batch_size": 2.5}, "batch_size must be an integer >= 1, got 2.5"),
+    ({"batch_size": "full"}, "batch_size must be an integer >= 1, got 'full'"),
+])
+def test_bad_sgd_parameters_are_refused(params, match):
+    X, y = blobs()
+    with pytest.raises(ValueError, match=match):
+        SGDSoftThresholdClassifier(**{**FAST_SGD, **params}).fit(X, y)
+
+
+@pytest.mark.parametrize("optimizer", ["sgd", "adam"])
+def test_sgd_refuses_a_diverged_fit(optimizer):
+    # every candidate step overflows the atoms; the model would hold infinities
+    X, y = blobs()
+    with pytest.raises(ValueError, match=r"training diverged with step 1e\+37 .*give smaller step_sizes"):
+        SGDSoftThresholdClassifier(**{**FAST_SGD, "step_sizes": (1e37,), "optimizer": optimizer}).fit(X, y)
+
+
+def test_n_jobs_minus_one_trains_on_every_core_then_restores_the_threads():
+    X, y = blobs()
+    threads_during_fit = []
+    before = torch.get_num_threads()
+    LASTClassifier(**{**FAST_LAST, "n_jobs": -1}).fit(
+        X, y, monitor=lambda k, estimator: threads_during_fit.append(torch.get_num_threads()))
+    assert threads_during_fit[0] == os.cpu_count()
+    assert torch.get_num_threads() == before
+
+
+def test_thread_count_follows_scikit_learn():
+    cores = os.cpu_count()
+    assert [thread_count(n) for n in (3, -1, -2, -cores - 5)] == [3, cores, max(1, cores - 1), 1]
+
+
+@pytest.mark.parametrize("flushing", [True, False])
+def test_fit_restores_the_denormal_setting(flushing):
+    if not torch.set_flush_denormal(flushing) and flushing:
+        pytest.skip("this CPU cannot flush denormals")
+    try:
+        X, y = blobs(n_classes=2)
+        fit_quietly(LASTClassifier(**FAST_LAST), X, y)
+        tiny = torch.tensor([1e-20], dtype=torch.float32)
+        assert ((tiny * tiny).item() == 0.0) is flushing  # 1e-40 is a denormal float32
+        assert flushes_denormals() is flushing
+    finally:
+        torch.set_flush_denormal(False)
 
 
 @pytest.mark.parametrize("cls", [LASTClassifier, SGDSoftThresholdClassifier])
 @pytest.mark.parametrize("device, match", [
     ("gpu", "device must name a torch device such as 'cpu' or 'cuda', got 'gpu'"),
     ("cuda:99", "device 'cuda:99' is not usable with this torch build and machine"),  # no such GPU anywhere
+    ("meta", "device 'meta' cannot train: lastedge trains on cpu, cuda, mps or xpu devices"),  # no data
+    ("hpu", "device 'hpu' cannot train"),  # was a ModuleNotFoundError, reported as "torch is not installed"
 ])
 def test_unusable_device_is_refused_before_training(cls, device, match):
     X, y = blobs()
@@ -267,9 +348,17 @@ def test_early_stopping_keeps_the_best_validation_iterate():
         assert max(scores[-2:]) <= max(scores[:-2])
 
 
+def test_refit_without_early_stopping_clears_the_validation_scores():
+    X, y = blobs(n_classes=2)
+    clf = fit_quietly(LASTClassifier(**FAST_LAST, early_stopping=True, validation_fraction=0.25), X, y)
+    assert clf.best_validation_score_ is not None
+    fit_quietly(clf.set_params(early_stopping=False), X, y)
+    assert clf.validation_scores_ is None and clf.best_validation_score_ is None
+
+
 @pytest.mark.parametrize("params, match", [
-    ({"validation_fraction": 1.0}, "validation_fraction must be in"),
-    ({"n_iter_no_change": 0}, "n_iter_no_change must be >= 1"),
+    ({"validation_fraction": 1.0}, r"validation_fraction must be a finite number in \(0, 1\), got 1.0"),
+    ({"n_iter_no_change": 0}, "n_iter_no_change must be an integer >= 1, got 0"),
 ])
 def test_bad_early_stopping_parameters_are_refused(params, match):
     X, y = blobs()

@@ -4,7 +4,7 @@ torch set-up, and the conversion of trained ``(U, v)`` into a ``runtime.Model``.
 from __future__ import annotations
 
 import contextlib
-from numbers import Integral
+import os
 
 import numpy as np
 import torch
@@ -15,9 +15,9 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 from lastedge import __version__
 from lastedge.runtime import Model, Preprocess
 from lastedge.runtime.model import in_row_blocks
-from lastedge.runtime.preprocess import KINDS
 
 from . import problem
+from .params import check_n_atoms_and_preprocess, check_n_jobs, check_number, check_step_sizes
 
 
 class ModelBackedClassifier:
@@ -66,16 +66,15 @@ class SoftThresholdBase(ModelBackedClassifier, TransformerMixin, ClassifierMixin
         return tags
 
     def _check_params(self) -> None:
-        if not (np.isfinite(self.mu) and self.mu >= 0):
-            raise ValueError(f"mu must be a finite number >= 0, got {self.mu!r}")
-        if not isinstance(self.n_atoms, Integral) or isinstance(self.n_atoms, bool) or self.n_atoms < 1:
-            raise ValueError(f"n_atoms must be an integer >= 1, got {self.n_atoms!r}")
-        if self.preprocess not in KINDS:
-            raise ValueError(f"preprocess must be one of {KINDS}, got {self.preprocess!r}")
-        for name in ("nu", "beta"):
-            value = getattr(self, name)
-            if not np.isfinite(value) or value <= 0:
-                raise ValueError(f"{name} must be a finite number > 0, got {value!r}")
+        """The parameters every soft-threshold estimator shares; the device is tried last."""
+        check_n_atoms_and_preprocess(self)
+        check_number(self, "mu", low=0)
+        for name in ("nu", "beta", "eps"):
+            check_number(self, name, low=0, open_low=True)
+        check_number(self, "init_active_fraction", low=0, high=1, open_low=True, also=(None,))
+        check_number(self, "sign_ratio", low=0, high=1, open_low=True, open_high=True, also=("auto",))
+        check_step_sizes(self)
+        check_n_jobs(self)
         usable_device(self.device)
 
     def _validate_fit_data(self, X, y) -> tuple[np.ndarray, np.ndarray]:
@@ -97,16 +96,15 @@ class SoftThresholdBase(ModelBackedClassifier, TransformerMixin, ClassifierMixin
         Softplus and sigmoid of very negative arguments produce denormal floats, which slow x86
         arithmetic 20-500x; flushing them to zero changes no result that matters (~1e-38).
         """
-        threads = torch.get_num_threads()
+        threads, flushing = torch.get_num_threads(), flushes_denormals()
         if self.n_jobs is not None:
-            torch.set_num_threads(max(1, int(self.n_jobs)))
-        flushed = torch.set_flush_denormal(True)
+            torch.set_num_threads(thread_count(self.n_jobs))
+        torch.set_flush_denormal(True)
         try:
             yield usable_device(self.device)
         finally:
             torch.set_num_threads(threads)
-            if flushed:
-                torch.set_flush_denormal(False)
+            torch.set_flush_denormal(flushing)
 
     def _prepare(self, X: np.ndarray, y_index: np.ndarray, rng: np.random.RandomState):
         """Preprocess, build heads/signs/groups and the start point. Returns numpy arrays."""
@@ -127,10 +125,7 @@ class SoftThresholdBase(ModelBackedClassifier, TransformerMixin, ClassifierMixin
         """Fraction of +1 signs per head: the positive-class frequency ("auto") or a fixed value."""
         if self.sign_ratio == "auto":
             return targets.mean(axis=1)
-        ratio = float(self.sign_ratio)
-        if not 0.0 < ratio < 1.0:
-            raise ValueError(f"sign_ratio must be 'auto' or a number in (0, 1), got {self.sign_ratio!r}")
-        return np.full(targets.shape[0], ratio)
+        return np.full(targets.shape[0], float(self.sign_ratio))
 
     def _store_solution(self, U: np.ndarray, v: np.ndarray, groups: np.ndarray, fit_seconds: float) -> None:
         """Keep the learned ``D = U / v`` and output weights; build the Model.
@@ -164,19 +159,40 @@ class SoftThresholdBase(ModelBackedClassifier, TransformerMixin, ClassifierMixin
         return self.model_.features(X)
 
 
+def thread_count(n_jobs: int) -> int:
+    """Torch threads for ``n_jobs`` counted as scikit-learn does: -1 all cores, -2 all but one, ..."""
+    if n_jobs > 0:
+        return n_jobs
+    return max(1, (os.cpu_count() or 1) + 1 + n_jobs)
+
+
+def flushes_denormals() -> bool:
+    """Whether torch flushes denormal floats to zero now (torch has no getter for the setting)."""
+    tiny = torch.tensor([1e-20], dtype=torch.float32)
+    return bool((tiny * tiny).item() == 0.0)  # 1e-40 is a float32 denormal
+
+
+# Device types that hold real data and run torch's training operations ("meta" tensors have no
+# data, and the rest need plug-ins that lastedge is not tested with).
+DEVICE_TYPES = ("cpu", "cuda", "mps", "xpu")
+
+
 def usable_device(name: str | torch.device) -> torch.device:
     """``name`` as a torch device, or a ``ValueError`` saying why it cannot be used on this machine.
 
-    Checked before training starts: a CPU-only torch build asked for "cuda" would otherwise fail
-    with an ``AssertionError`` from inside torch.
+    Checked before training starts by computing on the device: a CPU-only torch build asked for
+    "cuda" would otherwise fail with an ``AssertionError`` from inside torch.
     """
     try:
         device = torch.device(name)
     except (RuntimeError, TypeError):
         raise ValueError(f"device must name a torch device such as 'cpu' or 'cuda', got {name!r}") from None
+    if device.type not in DEVICE_TYPES:
+        raise ValueError(f"device {name!r} cannot train: lastedge trains on "
+                         f"{', '.join(DEVICE_TYPES[:-1])} or {DEVICE_TYPES[-1]} devices")
     try:
-        torch.empty(0, device=device)
-    except (AssertionError, RuntimeError) as error:
+        torch.ones(2, device=device).sum().cpu()
+    except (AssertionError, RuntimeError, ImportError) as error:
         reason = str(error).splitlines()[0] if str(error) else type(error).__name__
         raise ValueError(f"device {name!r} is not usable with this torch build and machine ({reason}); "
                          f"use device='cpu'") from None

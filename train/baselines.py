@@ -6,15 +6,14 @@ dictionary learning, atoms of unit norm), inputs are encoded with the one-sided 
 dictionary and the threshold are not learned for the task: this is the comparison that shows what
 learning ``D`` buys.
 
-The dictionary builders and parameter checks here are shared with the other baselines
-(``sparse_coding.SparseCodingSVM``, ``centroids.KMeansCentroidClassifier``).
+The dictionary builders, the data check and the choice by cross-validation here are shared with
+the other baselines (``sparse_coding.SparseCodingSVM``, ``centroids.KMeansCentroidClassifier``).
 """
 
 from __future__ import annotations
 
 import time
 import warnings
-from numbers import Integral, Real
 
 import numpy as np
 from sklearn.base import BaseEstimator, ClassifierMixin, TransformerMixin
@@ -28,9 +27,9 @@ from sklearn.utils.validation import check_random_state, validate_data
 
 from lastedge import __version__
 from lastedge.runtime import Model, Preprocess
-from lastedge.runtime.preprocess import KINDS
 
 from .base import ModelBackedClassifier
+from .params import check_n_atoms_and_preprocess, check_number
 
 DICTIONARIES = ("kmeans", "random", "l1")
 # alpha=None: candidate thresholds are the quantiles of the training responses D^T z that leave
@@ -118,11 +117,10 @@ class SoftThresholdEncoderSVM(ModelBackedClassifier, ClassifierMixin, Transforme
         check_n_atoms_and_preprocess(self)
         if self.dictionary not in DICTIONARIES:
             raise ValueError(f"dictionary must be one of {DICTIONARIES}, got {self.dictionary!r}")
-        check_positive(self, "l1_penalty")
+        check_number(self, "l1_penalty", low=0, open_low=True)
         for name in ("alpha", "C"):
-            check_positive(self, name, allow_none=True)
-        if not isinstance(self.cv, Integral) or self.cv < 2:
-            raise ValueError(f"cv must be an integer >= 2, got {self.cv!r}")
+            check_number(self, name, low=0, open_low=True, also=(None,))
+        check_number(self, "cv", integer=True, low=2)
 
     def fit(self, X, y) -> SoftThresholdEncoderSVM:
         """Build the dictionary, choose alpha and C if asked, and train the SVM on the codes."""
@@ -139,7 +137,9 @@ class SoftThresholdEncoderSVM(ModelBackedClassifier, ClassifierMixin, Transforme
         self.cv_results_ = None
         if len(alphas) * len(Cs) > 1:
             self.cv_results_ = self._search(responses, y_index, alphas, Cs, rng)
-            best = int(np.argmax(self.cv_results_["mean_accuracy"]))
+            searched = " and ".join(name for name in ("alpha", "C") if getattr(self, name) is None)
+            best = best_cross_validated(self.cv_results_["mean_accuracy"], y_index, self.classes_,
+                                        int(self.cv), searched)
             self.alpha_ = float(self.cv_results_["alpha"][best])
             self.C_ = float(self.cv_results_["C"][best])
         else:
@@ -223,23 +223,23 @@ def linear_svm(C: float, rng: np.random.RandomState, max_iter: int = _FINAL_MAX_
                      random_state=int(rng.randint(2**31 - 1)))
 
 
-def check_n_atoms_and_preprocess(estimator: BaseEstimator) -> None:
-    """The checks every dictionary baseline shares: ``n_atoms`` >= 1 and a known ``preprocess``."""
-    n_atoms = estimator.n_atoms
-    if not isinstance(n_atoms, Integral) or isinstance(n_atoms, bool) or n_atoms < 1:
-        raise ValueError(f"n_atoms must be an integer >= 1, got {n_atoms!r}")
-    if estimator.preprocess not in KINDS:
-        raise ValueError(f"preprocess must be one of {KINDS}, got {estimator.preprocess!r}")
+def best_cross_validated(mean_accuracy: np.ndarray, y_index: np.ndarray, classes: np.ndarray,
+                         n_folds: int, searched: str) -> int:
+    """Index of the best mean cross-validated accuracy (ties: the first), NaN entries skipped.
 
-
-def check_positive(estimator: BaseEstimator, name: str, *, allow_none: bool = False) -> None:
-    """Parameter ``name`` must be a finite number > 0 (or None where ``allow_none``)."""
-    value = getattr(estimator, name)
-    if allow_none and value is None:
-        return
-    if not (isinstance(value, Real) and not isinstance(value, bool) and np.isfinite(value) and value > 0):
-        raise ValueError(f"{name} must be a finite number > 0{' or None' if allow_none else ''}, "
-                         f"got {value!r}")
+    scikit-learn scores a fold NaN when its fit fails, e.g. a binary task whose training fold holds
+    one class only; when every candidate failed there is nothing to choose from, so say why rather
+    than return an arbitrary candidate. ``searched`` names the parameters being chosen.
+    """
+    accuracy = np.asarray(mean_accuracy, dtype=np.float64)
+    if not np.isfinite(accuracy).any():
+        counts = np.bincount(y_index, minlength=len(classes))
+        rarest = int(np.argmin(counts))
+        raise ValueError(f"cannot choose {searched} by {n_folds}-fold cross-validation: the SVM failed "
+                         f"on a fold for every candidate (class {classes[rarest].tolist()!r} has "
+                         f"{counts[rarest]} training row(s)); give {searched} explicitly or more rows "
+                         f"of each class")
+    return int(np.nanargmax(accuracy))
 
 
 def validate_fit_data(estimator: BaseEstimator, X, y) -> tuple[np.ndarray, np.ndarray]:

@@ -14,7 +14,8 @@ from sklearn.utils.validation import check_is_fitted, check_random_state, valida
 
 from lastedge.runtime import Preprocess
 
-from .baselines import check_n_atoms_and_preprocess, class_atoms, validate_fit_data
+from .baselines import class_atoms, validate_fit_data
+from .params import check_n_atoms_and_preprocess
 
 
 class KMeansCentroidClassifier(ClassifierMixin, BaseEstimator):

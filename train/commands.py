@@ -65,8 +65,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                         "not improved for 3 DCA iterations, keep the best iterate")
     p.add_argument("--nu", type=float, default=None, metavar="NU",
                    help="weight of (nu/2)||w||^2 (default 1, the paper's)")
-    p.add_argument("--batch-size", type=int, default=None, metavar="B",
-                   help="minibatch rows (default: LAST full batch below 5000 rows, else 200; sgd/adam 10)")
+    p.add_argument("--batch-size", type=_batch_size, default=None, metavar="B|full",
+                   help="minibatch rows, or full (LAST only: every row in each step, as --inner-solver "
+                        "lbfgs needs); default: LAST full batch below 5000 rows, else 200; sgd/adam 10")
     p.add_argument("--device", default="cpu",
                    help="torch device to train on, e.g. cuda or cuda:1 (default cpu)")
     p.add_argument("--threads", type=int, default=1, metavar="N",
@@ -149,6 +150,8 @@ def make_estimator(args: argparse.Namespace) -> Any:
 
     if args.threads < 1:
         raise ValueError(f"--threads must be >= 1, got {args.threads}")
+    if args.batch_size == "full" and args.method != "last":
+        raise ValueError("--batch-size full applies to --method last only")
     common = {"n_atoms": args.atoms, "preprocess": args.preprocess, "random_state": args.seed,
               "verbose": 0 if args.quiet else 1, "device": args.device, "n_jobs": args.threads}
     common.update({k: v for k, v in (("nu", args.nu), ("batch_size", args.batch_size)) if v is not None})
@@ -212,6 +215,16 @@ def _image_shape(text: str) -> tuple[int, ...]:
     if channels_first:
         raise argparse.ArgumentTypeError(f"train needs rows with colour channels last (HxWx3), got {text!r}")
     return shape
+
+
+def _batch_size(text: str) -> int | str:
+    """``--batch-size``: a number of rows or "full" (checked by the estimator)."""
+    if text == "full":
+        return text
+    try:
+        return int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number of rows or 'full', got {text!r}") from None
 
 
 def _mu_values(text: str) -> list[float]:

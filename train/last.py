@@ -5,7 +5,6 @@ from __future__ import annotations
 import time
 import warnings
 from collections.abc import Callable
-from numbers import Integral
 
 import numpy as np
 import torch
@@ -20,6 +19,7 @@ from .augment import shifted_copies
 from .base import SoftThresholdBase
 from .dca import DCASettings, run_dca
 from .objective import HINGES
+from .params import check_number
 from .progress import progress_bar
 from .solvers import SOLVERS, make_inner_solver
 from .subproblem import SURROGATES, Data
@@ -60,7 +60,8 @@ class LASTClassifier(SoftThresholdBase):
     batch_size : int, "full" or None, default=None
         None: full batch when there are fewer than 5000 rows, else minibatches of 200.
     step_sizes : tuple of float or None, default=None
-        Candidate base steps; None means the solver's default ((0.1, 0.01, 0.001) for subgradient).
+        Candidate base steps, each > 0; None means the solver's default ((0.1, 0.01, 0.001) for
+        subgradient).
     tol : float, default=1e-3
         Early stop of a head when every entry of ``[U; v^T]`` changed by at most ``tol``
         (absolutely or relatively) in one DCA iteration.
@@ -108,7 +109,8 @@ class LASTClassifier(SoftThresholdBase):
     n_jobs : int or None, default=1
         Torch threads during fit. One thread is fastest for small problems and on busy or 2-core
         machines (measured: 2 threads on a busy 2-core machine ran a texture step 70x slower);
-        raise it for MNIST-size problems on an idle machine. None leaves torch's setting.
+        raise it for MNIST-size problems on an idle machine; -1 uses all cores, -2 all but one
+        (as in scikit-learn). None leaves torch's setting.
     surrogate : {"auto", "tight", "dc"}, default="auto"
         The convex majoriser of (P) each DCA iteration minimises. "dc" is the paper's
         ``g - <grad h(U_k, v_k), .>``; it charges every correctly classified sample for any change
@@ -135,7 +137,7 @@ class LASTClassifier(SoftThresholdBase):
     n_outputs], history_ (binary: list of per-iteration dicts; one-vs-all: one list per head),
     n_iter_ (DCA iterations run, max over heads), converged_ (bool per head), fit_time_ (seconds),
     validation_scores_ (accuracy on the hold-out per DCA iteration; None without early stopping),
-    best_validation_score_.
+    best_validation_score_ (the best of them; None without early stopping).
     """
 
     def __init__(self, n_atoms: int = 100, *, preprocess: str = "l2", nu: float = 1.0,
@@ -180,29 +182,26 @@ class LASTClassifier(SoftThresholdBase):
 
     def _check_params(self) -> None:
         super()._check_params()
-        if self.multiclass not in ("ovr", "shared"):
-            raise ValueError(f"multiclass must be 'ovr' or 'shared', got {self.multiclass!r}")
-        if self.hinge not in HINGES:
-            raise ValueError(f"hinge must be one of {HINGES}, got {self.hinge!r}")
-        if self.surrogate not in ("auto", *SURROGATES):
-            raise ValueError(f"surrogate must be one of {('auto', *SURROGATES)}, got {self.surrogate!r}")
-        if self.line_search not in ("auto", True, False):
-            raise ValueError(f"line_search must be 'auto', True or False, got {self.line_search!r}")
-        if self.inner_solver not in SOLVERS:
-            raise ValueError(f"inner_solver must be one of {SOLVERS}, got {self.inner_solver!r}")
-        if int(self.max_dca_iter) < 1:
-            raise ValueError(f"max_dca_iter must be >= 1, got {self.max_dca_iter!r}")
-        if self.inner_iter is not None and int(self.inner_iter) < 1:
-            raise ValueError(f"inner_iter must be >= 1 or None, got {self.inner_iter!r}")
-        if not isinstance(self.shift_augment, Integral) or isinstance(self.shift_augment, bool) \
-                or self.shift_augment < 0:
-            raise ValueError(f"shift_augment must be an integer >= 0, got {self.shift_augment!r}")
+        self._check_choices()
+        check_number(self, "max_dca_iter", integer=True, low=1)
+        check_number(self, "inner_iter", integer=True, low=1, also=(None,))
+        check_number(self, "batch_size", integer=True, low=1, also=("full", None))
+        check_number(self, "tol", low=0)
+        check_number(self, "shift_augment", integer=True, low=0)
         if self.shift_augment and self.image_shape is None:
             raise ValueError("shift_augment needs image_shape, the (H, W) or (H, W, 3) of each row")
-        if int(self.n_iter_no_change) < 1:
-            raise ValueError(f"n_iter_no_change must be >= 1, got {self.n_iter_no_change!r}")
-        if not (self.eps > 0 and self.tol >= 0):
-            raise ValueError(f"eps must be > 0 and tol >= 0, got eps={self.eps!r}, tol={self.tol!r}")
+        check_number(self, "validation_fraction", low=0, high=1, open_low=True, open_high=True)
+        check_number(self, "n_iter_no_change", integer=True, low=1)
+
+    def _check_choices(self) -> None:
+        """The parameters that name one of a few options."""
+        choices = {"multiclass": ("ovr", "shared"), "hinge": HINGES, "surrogate": ("auto", *SURROGATES),
+                   "inner_solver": SOLVERS, "atoms_per_class": problem.ATOMS_PER_CLASS}
+        for name, allowed in choices.items():
+            if getattr(self, name) not in allowed:
+                raise ValueError(f"{name} must be one of {allowed}, got {getattr(self, name)!r}")
+        if self.line_search not in ("auto", True, False):
+            raise ValueError(f"line_search must be 'auto', True or False, got {self.line_search!r}")
 
     def _layout(self, y_index: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         if self.multiclass == "shared" and len(self.classes_) > 2:
@@ -217,10 +216,7 @@ class LASTClassifier(SoftThresholdBase):
         elif self.batch_size is None:
             batch = None if n_samples < FULL_BATCH_LIMIT else 200
         else:
-            batch = int(self.batch_size)
-            if batch < 1:
-                raise ValueError(f"batch_size must be >= 1, 'full' or None, got {self.batch_size!r}")
-            batch = None if batch >= n_samples else batch
+            batch = None if self.batch_size >= n_samples else int(self.batch_size)
         if batch is not None:
             default_T = 5000
         else:
@@ -256,7 +252,7 @@ class LASTClassifier(SoftThresholdBase):
         Z, targets, groups, U0, v0 = self._prepare(X, y_index, rng)
         batch, n_inner = self._schedule(len(Z))
         solver = make_inner_solver(self.inner_solver, n_inner, batch, self.eps,
-                                   tuple(self.step_sizes) if self.step_sizes else None)
+                                   None if self.step_sizes is None else tuple(self.step_sizes))
         settings = DCASettings(self.nu, self.beta, self.eps, int(self.max_dca_iter), self.tol, solver,
                                self.mu, self._surrogate_name(batch),
                                batch is not None if self.line_search == "auto" else bool(self.line_search))
@@ -285,8 +281,6 @@ class LASTClassifier(SoftThresholdBase):
         """``X, y, X_val, y_val``: a stratified hold-out when ``early_stopping``, else no split."""
         if not self.early_stopping:
             return X, y_index, None, None
-        if not 0.0 < self.validation_fraction < 1.0:
-            raise ValueError(f"validation_fraction must be in (0, 1), got {self.validation_fraction!r}")
         try:
             X, X_val, y_index, y_val = train_test_split(
                 X, y_index, test_size=self.validation_fraction, stratify=y_index,
@@ -325,6 +319,7 @@ class _IterationTracker:
         self.since_best = 0
         self.stopped = False
         estimator.validation_scores_ = [] if X_val is not None else None
+        estimator.best_validation_score_ = None  # set by the first validation score, if any
 
     def hook(self, report: Callable[[int, torch.Tensor], None]):
         def on_iteration(k: int, objectives: torch.Tensor, U: torch.Tensor, v: torch.Tensor) -> bool:

@@ -11,6 +11,7 @@ import numpy as np
 import torch
 
 Tensor = torch.Tensor
+ATOMS_PER_CLASS = ("proportional", "equal")  # how a shared dictionary divides its atoms
 
 
 def atom_signs(n_atoms: int, positive_fraction: float) -> np.ndarray:
@@ -50,7 +51,7 @@ def shared_layout(y_index: np.ndarray, n_classes: int, n_atoms: int, atoms_per_c
     elif atoms_per_class == "proportional":
         share = np.bincount(y_index, minlength=n_classes) / len(y_index) * n_atoms
     else:
-        raise ValueError(f"atoms_per_class must be 'proportional' or 'equal', got {atoms_per_class!r}")
+        raise ValueError(f"atoms_per_class must be one of {ATOMS_PER_CLASS}, got {atoms_per_class!r}")
     counts = np.maximum(1, np.floor(share).astype(int))
     while counts.sum() < n_atoms:
         counts[np.argmax(share - counts)] += 1

@@ -16,6 +16,7 @@ from sklearn.utils.validation import check_random_state
 
 from . import objective
 from .base import SoftThresholdBase
+from .params import check_number
 from .progress import progress_bar
 from .subproblem import Data, full_objective
 
@@ -81,11 +82,9 @@ class SGDSoftThresholdClassifier(SoftThresholdBase):
         super()._check_params()
         if self.optimizer not in DEFAULT_STEPS:
             raise ValueError(f"optimizer must be one of {tuple(DEFAULT_STEPS)}, got {self.optimizer!r}")
-        if int(self.max_iter) < 1 or int(self.batch_size) < 1:
-            raise ValueError(f"max_iter and batch_size must be >= 1, got {self.max_iter!r}, "
-                             f"{self.batch_size!r}")
-        if not 0.0 < self.validation_fraction < 1.0:
-            raise ValueError(f"validation_fraction must be in (0, 1), got {self.validation_fraction!r}")
+        for name in ("max_iter", "batch_size"):
+            check_number(self, name, integer=True, low=1)
+        check_number(self, "validation_fraction", low=0, high=1, open_low=True, open_high=True)
 
     def fit(self, X, y) -> "SGDSoftThresholdClassifier":
         """Choose the step on a held-out split, then train on all rows with it."""
@@ -94,7 +93,7 @@ class SGDSoftThresholdClassifier(SoftThresholdBase):
         X, y_index = self._validate_fit_data(X, y)
         rng = check_random_state(self.random_state)
         Z, targets, groups, U0, v0 = self._prepare(X, y_index, rng)
-        steps = tuple(self.step_sizes or DEFAULT_STEPS[self.optimizer])
+        steps = DEFAULT_STEPS[self.optimizer] if self.step_sizes is None else tuple(self.step_sizes)
         r = root_mean_square_norm(Z)
         held_out = rng.rand(len(Z)) < self.validation_fraction
         if held_out.all() or not held_out.any():
@@ -115,6 +114,7 @@ class SGDSoftThresholdClassifier(SoftThresholdBase):
             with progress_bar(_CHECKPOINTS, f"{self.optimizer.upper()} baseline", self.verbose) as report:
                 U, v, self.history_ = self._descend(Zt, Tt, Gt, U0t, v0t, self.step_, r,
                                                     int(self.max_iter), seed, progress=report)
+        _check_not_diverged(U, v, self.step_)
         self.n_iter_ = int(self.max_iter)
         self._store_solution(U.cpu().numpy(), v.cpu().numpy(), groups, time.perf_counter() - start)
         return self
@@ -159,6 +159,14 @@ def root_mean_square_norm(Z: np.ndarray) -> float:
     """``r``, the root of the rows' mean squared l2 norm (1 for unit-norm rows, and if zero)."""
     r_squared = float(np.mean(np.einsum("ij,ij->i", Z, Z, dtype=np.float64)))
     return float(np.sqrt(r_squared)) if r_squared > 0 else 1.0
+
+
+def _check_not_diverged(U: torch.Tensor, v: torch.Tensor, step: float) -> None:
+    """A ValueError when the final run diverged (every candidate step may diverge): its model's
+    atoms ``D = U / v`` or weights ``v`` would hold infinities or NaNs."""
+    if not (torch.isfinite(v).all() and torch.isfinite(U / v[:, None, :]).all()):
+        raise ValueError(f"training diverged with step {step:g} (the atoms overflowed); give smaller "
+                         "step_sizes")
 
 
 def _error_rate(Z, targets, U, v, groups) -> float:

@@ -334,6 +334,7 @@ def make_inner_solver(method: str, n_iter: int, batch_size: int | None, eps: flo
         method = "lbfgs" if batch_size is None else "adam"
     if method == "lbfgs":
         if batch_size is not None:
-            raise ValueError("inner_solver='lbfgs' needs full-batch solves (batch_size='full')")
+            raise ValueError("inner_solver='lbfgs' needs full-batch solves: give batch_size='full' "
+                             "(lastedge train: --batch-size full) or use inner_solver='adam'")
         return LBFGSSolver(n_iter, eps)
     return InnerSolver(method, n_iter, batch_size, eps, step_sizes)

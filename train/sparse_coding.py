@@ -20,8 +20,11 @@ from sklearn.utils.validation import check_is_fitted, check_random_state, valida
 
 from lastedge.runtime import Preprocess
 
-from .baselines import (C_GRID, check_n_atoms_and_preprocess, check_positive, l1_dictionary, linear_svm,
-                        unit_norm, validate_fit_data)
+from .baselines import (C_GRID, best_cross_validated, l1_dictionary, linear_svm, unit_norm,
+                        validate_fit_data)
+from .params import check_n_atoms_and_preprocess, check_number
+
+_C_FOLDS = 3  # cross-validation folds that choose C when it is None
 
 
 class SparseCodingSVM(ClassifierMixin, TransformerMixin, BaseEstimator):
@@ -64,8 +67,8 @@ class SparseCodingSVM(ClassifierMixin, TransformerMixin, BaseEstimator):
     def fit(self, X, y) -> SparseCodingSVM:
         """Learn the dictionary on the preprocessed rows, encode them, and train the SVM."""
         check_n_atoms_and_preprocess(self)
-        check_positive(self, "l1_penalty")
-        check_positive(self, "C", allow_none=True)
+        check_number(self, "l1_penalty", low=0, open_low=True)
+        check_number(self, "C", low=0, open_low=True, also=(None,))
         X, y_index = validate_fit_data(self, X, y)
         rng = check_random_state(self.random_state)
         self.preprocess_ = Preprocess.fit(self.preprocess, X)
@@ -75,7 +78,7 @@ class SparseCodingSVM(ClassifierMixin, TransformerMixin, BaseEstimator):
         scale = float(np.abs(codes).max())
         self.feature_scale_ = scale if scale > 0 else 1.0
         codes /= self.feature_scale_
-        self.C_ = self.C if self.C is not None else _best_C(codes, y_index, rng)
+        self.C_ = self.C if self.C is not None else _best_C(codes, y_index, self.classes_, rng)
         self.svm_ = linear_svm(self.C_, rng).fit(codes, y_index)
         return self
 
@@ -103,11 +106,12 @@ class SparseCodingSVM(ClassifierMixin, TransformerMixin, BaseEstimator):
         return float(np.mean(self.transform(X) == 0))
 
 
-def _best_C(codes: np.ndarray, y_index: np.ndarray, rng: np.random.RandomState) -> float:
+def _best_C(codes: np.ndarray, y_index: np.ndarray, classes: np.ndarray,
+            rng: np.random.RandomState) -> float:
     """The C of ``C_GRID`` with the best mean 3-fold accuracy on the codes (ties: the smallest)."""
-    folds = StratifiedKFold(n_splits=3, shuffle=True, random_state=int(rng.randint(2**31 - 1)))
+    folds = StratifiedKFold(n_splits=_C_FOLDS, shuffle=True, random_state=int(rng.randint(2**31 - 1)))
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)  # only the final fit's warning matters
         scores = [cross_val_score(linear_svm(C, rng, max_iter=1_000), codes, y_index, cv=folds).mean()
                   for C in C_GRID]
-    return float(C_GRID[int(np.argmax(scores))])
+    return float(C_GRID[best_cross_validated(scores, y_index, classes, _C_FOLDS, "C")])

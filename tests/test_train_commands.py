@@ -1,0 +1,43 @@
+"""``lastedge train``'s own options: ``--batch-size full`` and the one-line errors around it."""
+
+from __future__ import annotations
+
+import pytest
+from test_cli import TINY, run
+
+from lastedge.cli import main
+from lastedge.runtime import Model
+
+
+def test_batch_size_full_lets_lbfgs_train_on_shifted_copies(capsys, tmp_path):
+    # 1347 digits rows + 4 shifted copies each = 6735 rows: minibatches by default, which L-BFGS refuses
+    code, _, err = run(capsys, "train", "--data", "digits", *TINY, "--inner-solver", "lbfgs",
+                       "--shift-augment", "1", "--batch-size", "full", "--out", tmp_path / "m.npz")
+    assert code == 0, err
+    assert Model.load(tmp_path / "m.npz").meta["params"]["batch_size"] == "full"
+
+
+def test_lbfgs_on_minibatches_says_how_to_ask_for_full_batches(capsys, tmp_path):
+    code, _, err = run(capsys, "train", "--data", "digits", *TINY, "--inner-solver", "lbfgs",
+                       "--batch-size", "100", "--out", tmp_path / "m.npz")
+    assert code == 1
+    assert err.strip().endswith("needs full-batch solves: give batch_size='full' (lastedge train: "
+                                "--batch-size full) or use inner_solver='adam'")
+
+
+@pytest.mark.parametrize("options, message", [
+    (["--method", "sgd", "--batch-size", "full"], "--batch-size full applies to --method last only"),
+    (["--device", "hpu"], "device 'hpu' cannot train"),  # was "torch is not installed"
+    (["--device", "meta"], "device 'meta' cannot train"),  # was a traceback mid-training
+])
+def test_bad_train_options_give_one_line(capsys, tmp_path, options, message):
+    code, _, err = run(capsys, "train", "--data", "digits", *TINY, *options, "--out", tmp_path / "m.npz")
+    assert code == 1 and message in err and len(err.strip().splitlines()) == 1
+    assert not (tmp_path / "m.npz").exists()
+
+
+def test_batch_size_must_be_a_number_or_full(capsys, tmp_path):
+    with pytest.raises(SystemExit) as exit_info:
+        main(["train", "--data", "digits", *TINY, "--batch-size", "abc", "--out", str(tmp_path / "m.npz")])
+    assert exit_info.value.code == 2
+    assert "expected a number of rows or 'full', got 'abc'" in capsys.readouterr().err
