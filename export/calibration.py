@@ -21,6 +21,7 @@ from .atom_scaling import graph_parameters
 
 MIN_CALIBRATION_ROWS = 20
 DEFAULT_MARGIN = 0.1
+UNSEEN_SIDE = 0.1  # share of the scores' width given to a sign that no calibration score had
 
 
 def check_calibration(X: Any, model: Model, *, min_rows: int = MIN_CALIBRATION_ROWS) -> np.ndarray:
@@ -44,9 +45,9 @@ TENSORS = ("input", "features", "scores")  # what ``activations`` returns, in th
 
 def activations(model: Model, X: np.ndarray, input_is_raw: bool = False) -> dict[str, np.ndarray]:
     """The model's three tensors for raw rows ``X``, in float64 from the float32 preprocessed rows:
-    ``input`` (raw rows if ``input_is_raw``, i.e. the file's first MatMul reads raw rows because
-    standardisation is folded into the graph; else preprocessed), ``features`` (the graph's, atoms
-    rescaled by :mod:`.atom_scaling`) and ``scores``."""
+    ``input`` (preprocessed; raw rows if ``input_is_raw``, as earlier files quantized them
+    when standardisation was folded into their first MatMul), ``features`` (the graph's,
+    atoms rescaled by :mod:`.atom_scaling`) and ``scores``."""
     Z = model.preprocess.apply(X).astype(np.float64)
     D, threshold, W = graph_parameters(model)
     features = np.maximum(Z @ D - threshold, 0)
@@ -63,35 +64,48 @@ class Ranges:
     scores: tuple[float, float]
     rows: int
     margin: float
-    input_is_raw: bool
 
     @classmethod
-    def measure(cls, model: Model, X: Any, margin: float = DEFAULT_MARGIN, *,
-                input_is_raw: bool = False) -> "Ranges":
+    def measure(cls, model: Model, X: Any, margin: float = DEFAULT_MARGIN) -> "Ranges":
         """Measure the ranges on raw calibration rows ``X`` and widen each by ``margin``."""
         if not 0 <= margin <= 10:
             raise ValueError(f"margin must be in [0, 10], got {margin}")
         X = check_calibration(X, model)
 
         def extremes(rows: np.ndarray) -> np.ndarray:  # [1, tensor, (min, max)]
-            return np.array([[(v.min(), v.max()) for v in activations(model, rows, input_is_raw).values()]])
+            return np.array([[(v.min(), v.max()) for v in activations(model, rows).values()]])
 
         # in blocks of rows: 60000 MNIST rows through 4000 atoms would hold 2 GB of float64 at once
         per_block = in_row_blocks(extremes, X, model.row_width)
-        ranges = {}
-        for name, low, high in zip(TENSORS, per_block[:, :, 0].min(axis=0), per_block[:, :, 1].max(axis=0)):
-            lo, hi = min(float(low), 0.0), max(float(high), 0.0)
-            if hi - lo == 0:
-                hi = 1.0  # an all-zero tensor still needs a valid scale
-            width = (hi - lo) * margin
-            ranges[name] = (lo - width if lo < 0 else 0.0, hi + width if hi > 0 else 0.0)
-        return cls(**ranges, rows=X.shape[0], margin=margin, input_is_raw=input_is_raw)
+        ranges = {name: _widened(float(low), float(high), margin) for name, low, high
+                  in zip(TENSORS, per_block[:, :, 0].min(axis=0), per_block[:, :, 1].max(axis=0))}
+        ranges["scores"] = _with_both_signs(*ranges["scores"])
+        return cls(**ranges, rows=X.shape[0], margin=margin)
 
     def describe(self) -> dict[str, Any]:
-        """The JSON form stored in file metadata."""
+        """The JSON form stored in file metadata (the input range is always the preprocessed
+        rows'; ``input_is_raw`` stays in the contract for readers of older files)."""
         return {"input": list(self.input), "features": list(self.features),
                 "scores": list(self.scores), "rows": self.rows, "margin": self.margin,
-                "input_is_raw": self.input_is_raw}
+                "input_is_raw": False}
+
+
+def _widened(lo: float, hi: float, margin: float) -> tuple[float, float]:
+    """``[lo, hi]`` stretched to contain 0 and widened by ``margin`` of its width on each side
+    that is not 0 (a range ending at 0, such as the features' after the ReLU, keeps that end)."""
+    lo, hi = min(lo, 0.0), max(hi, 0.0)
+    if hi - lo == 0:
+        hi = 1.0  # an all-zero tensor still needs a valid scale
+    pad = (hi - lo) * margin
+    return (lo - pad if lo < 0 else 0.0, hi + pad if hi > 0 else 0.0)
+
+
+def _with_both_signs(lo: float, hi: float) -> tuple[float, float]:
+    """A scores range that holds int8 levels on both sides of 0, the binary decision boundary: a
+    sign no calibration score had gets ``UNSEEN_SIDE`` of the width (a range ending at 0 would
+    saturate every score of that sign to 0, and a binary file would never predict that class)."""
+    side = UNSEEN_SIDE * (hi - lo)
+    return (-side if lo == 0 else lo, side if hi == 0 else hi)
 
 
 def clipped_fraction(model: Model, X: np.ndarray, ranges: dict[str, Any]) -> dict[str, float]:

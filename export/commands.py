@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
+from pathlib import Path
 from typing import Any
 
 from .describe import summary_lines
@@ -23,57 +25,87 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--calibration", metavar="PATH|digits",
                    help="rows for int8 calibration and the parity check (.npz/.npy/.csv, a folder "
                         "of IDX files or images, or 'digits')")
+    p.add_argument("--label-column", metavar="NAME|INDEX",
+                   help="label column of a CSV --calibration file (default: the last one when the "
+                        "file has one column more than the model has features)")
     p.add_argument("--dynamic", action="store_true",
                    help="ONNX int8 without calibration data (8-bit weights, activations quantized at run time)")
     p.add_argument("--per-channel", action="store_true",
-                   help="per-channel int8 weights (TFLite; ONNX static int8 always uses them)")
+                   help="per-channel int8 weights (TFLite --int8; ONNX static int8 always uses them)")
     p.add_argument("--with-preprocessing", action="store_true",
                    help="ONNX: put the preprocessing in the graph so the file takes raw features")
     p.add_argument("--json", action="store_true", help="print the result as JSON")
     p.set_defaults(func=run_export)
 
 
-def _export(args: argparse.Namespace, model: Any, calibration: Any) -> None:
+def _check_options(args: argparse.Namespace) -> None:
+    """Refuse, in the command's own terms, options that do not apply to this export."""
+    if args.format == "tflite" and (args.dynamic or args.with_preprocessing):
+        raise ValueError("--dynamic and --with-preprocessing apply to --format onnx only")
+    for flag, given in (("--dynamic", args.dynamic), ("--per-channel", args.per_channel)):
+        if given and not args.int8:
+            raise ValueError(f"{flag} applies to --int8 exports only")
+    if args.dynamic and args.per_channel:
+        raise ValueError("--per-channel applies to static int8 (with --calibration), not to --dynamic")
+    if args.int8 and not args.dynamic and args.calibration is None:
+        raise ValueError("--int8 needs --calibration PATH|digits (or --dynamic for ONNX)")
+
+
+def _export(args: argparse.Namespace, model: Any, calibration: Any, path: Path) -> None:
     from . import to_onnx, to_tflite
 
     if args.format == "tflite":
-        if args.dynamic or args.with_preprocessing:
-            raise ValueError("--dynamic and --with-preprocessing apply to --format onnx only")
-        to_tflite(model, args.out, int8=args.int8, calibration=calibration,
-                  per_channel=args.per_channel)
+        to_tflite(model, path, int8=args.int8, calibration=calibration, per_channel=args.per_channel)
     else:
-        to_onnx(model, args.out, int8=args.int8, calibration=calibration, dynamic=args.dynamic,
+        to_onnx(model, path, int8=args.int8, calibration=calibration, dynamic=args.dynamic,
                 with_preprocessing=args.with_preprocessing)
 
 
-def run_export(args: argparse.Namespace) -> int:
-    """``lastedge export``: write the file, describe it, print its parity figures."""
+def _export_checked(args: argparse.Namespace, model: Any, rows: Any, out: Path) -> dict[str, Any]:
+    """Write the file beside ``out`` as ``STEM.rejected.SUFFIX``, prove its parity, and only then
+    move it to ``out``: an existing ``out`` survives a file that fails, which stays for inspection
+    under its ``rejected`` name (and is named in the error)."""
     from lastedge.cli import CommandError
-    from lastedge.runtime import Model
 
-    from . import ParityError, assert_parity, describe
+    from . import ParityError, assert_parity
+
+    candidate = out.with_name(f"{out.stem}.rejected{out.suffix}")
+    _export(args, model, rows.calibration if args.int8 and not args.dynamic else None, candidate)
+    try:
+        parity = assert_parity(model, candidate, rows.X_check, rows.y_check, min_rows=1)
+    except ParityError as err:
+        raise CommandError(f"parity check failed ({err}); {out} was not written, the rejected "
+                           f"file is kept for inspection as {candidate}") from None
+    except BaseException:
+        candidate.unlink(missing_ok=True)
+        raise
+    os.replace(candidate, out)
+    return {**parity, "path": str(out)}
+
+
+def run_export(args: argparse.Namespace) -> int:
+    """``lastedge export``: write the file, prove its parity, describe it, print the figures."""
+    from lastedge.runtime import Model, check_output_path
+
+    from . import describe
     from .backends import onnxruntime_ops
     from .rows import load_rows
 
+    _check_options(args)
+    out = check_output_path(args.out, f".{args.format}", "--out")
     model = Model.load(args.model)
-    if args.int8 and not args.dynamic and args.calibration is None:
-        raise ValueError("--int8 needs --calibration PATH|digits (or --dynamic for ONNX)")
     shape = model.image_shape  # a model trained on images: scale calibration images the same way
-    rows = load_rows(args.calibration, model.n_features, model.preprocess,
-                     image_size=None if shape is None else shape[:2])
-    _export(args, model, rows.calibration if args.int8 and not args.dynamic else None)
-    info = describe(args.out)
-    try:
-        parity = assert_parity(model, args.out, rows.X_check, rows.y_check, min_rows=1)
-    except ParityError as err:
-        raise CommandError(f"parity check failed ({err}); the file is kept for inspection") from None
+    rows = load_rows(args.calibration, model, image_size=None if shape is None else shape[:2],
+                     label_column=args.label_column)
+    parity = _export_checked(args, model, rows, out)
     parity.pop("per_backend")
+    info = describe(out)
     if args.json:
         print(json.dumps({"file": info, "parity": parity, "check_rows": rows.source}, indent=2))
         return 0
     print("\n".join(summary_lines(info)))
     if args.format == "onnx":
-        print("onnxruntime runs: " + " -> ".join(onnxruntime_ops(args.out)))
+        print("onnxruntime runs: " + " -> ".join(onnxruntime_ops(out)))
     print(parity_line(parity, rows.source))
     return 0
 

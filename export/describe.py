@@ -52,12 +52,23 @@ def _tflite_tensor(tensor: Any, tfl: Any) -> dict[str, Any]:
 
 
 def _describe_tflite(path: Path) -> dict[str, Any]:
-    from .schema import check_schema
+    from lastedge.runtime.tflite_check import check_tflite_structure
 
-    tfl = check_schema()
     data = path.read_bytes()
     if len(data) < 8 or data[4:8] != b"TFL3":
         raise ValueError(f"{path} is not a TFLite file (no TFL3 identifier)")
+    try:  # the runtime's walk of every table, vector, string and index the reader below follows
+        check_tflite_structure(data)
+    except ValueError as err:
+        raise ValueError(f"{path} is not a readable TFLite file: {err}") from None
+    return _read_tflite(data, path)
+
+
+def _read_tflite(data: bytes, path: Path) -> dict[str, Any]:
+    """Ops, tensors, signatures, description and metadata of a structurally checked flatbuffer."""
+    from .schema import check_schema
+
+    tfl = check_schema()
     model = tfl.Model.GetRootAs(data, 0)
     op_names = {v: k for k, v in vars(tfl.BuiltinOperator).items() if not k.startswith("_")}
     codes = [model.OperatorCodes(i) for i in range(model.OperatorCodesLength())]

@@ -36,17 +36,13 @@ def _onnx():
     return onnx
 
 
-def _core_parameters(model: Model, fold_standardize: bool, rescale_atoms: bool
-                     ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Dictionary, per-atom threshold and weights (atoms rescaled for int8, see
-    :mod:`.atom_scaling`); standardisation ``(x - m) / s`` folded in when asked."""
-    D, threshold, W = graph_parameters(model, rescale_atoms)
-    if fold_standardize:
-        mean = model.preprocess.mean.astype(np.float64)
-        scale = model.preprocess.scale.astype(np.float64)
-        threshold = threshold + (mean / scale) @ D
-        D = D / scale[:, None]
-    return D.astype(np.float32), threshold.astype(np.float32), W.astype(np.float32)
+def _standardize_nodes(helper: Any) -> tuple[list, str]:
+    """``(x - mean) / scale`` as two ops, as ``Preprocess.apply`` computes it in float32. Folded
+    into the dictionary and threshold instead, a large mean cancels catastrophically in float32
+    (features near 1000 lost fp32 parity), and int8 would quantize columns ``D / scale`` whose
+    rows are as uneven as the features' scales."""
+    return [helper.make_node("Sub", [INPUT, "mean"], ["centered"]),
+            helper.make_node("Div", ["centered", "scale"], ["standardized"])], "standardized"
 
 
 def _normalise_nodes(helper: Any, kind: str) -> tuple[list, str]:
@@ -65,6 +61,18 @@ def _normalise_nodes(helper: Any, kind: str) -> tuple[list, str]:
     return nodes, "normalized"
 
 
+def _preprocessing(model: Model, helper: Any) -> tuple[list, str, dict[str, np.ndarray]]:
+    """The preprocessing's nodes, the name of their output and their constants."""
+    kind = model.preprocess.kind
+    if kind == "standardize":
+        nodes, source = _standardize_nodes(helper)
+        return nodes, source, {"mean": model.preprocess.mean, "scale": model.preprocess.scale}
+    if kind in ("l2", "center-l2"):
+        nodes, source = _normalise_nodes(helper, kind)
+        return nodes, source, {"tiny": np.array([_TINY], dtype=np.float32)}
+    return [], INPUT, {}
+
+
 def build_graph(model: Model, *, form: str = "matmul", with_preprocessing: bool = False,
                 rescale_atoms: bool = False) -> Any:
     """The float ONNX model (no metadata yet).
@@ -72,20 +80,17 @@ def build_graph(model: Model, *, form: str = "matmul", with_preprocessing: bool 
     ``form="matmul"``: ``MatMul -> Sub -> Relu -> MatMul``, the fp32 file. ``form="gemm"``:
     ``Gemm(C=-threshold) -> Relu -> Gemm``, the graph handed to static quantization, whose bias form
     lets onnxruntime fuse the whole chain into integer ops. ``with_preprocessing`` puts the model's
-    preprocessing in the graph (standardisation folds into the dictionary and threshold exactly; l2
-    normalisation is added as ops), so the file takes raw features. ``rescale_atoms``: unit
-    dictionary columns (:mod:`.atom_scaling`), for the graphs that int8 quantizes.
+    preprocessing in the graph as float ops before that core, so the file takes raw features.
+    ``rescale_atoms``: unit dictionary columns (:mod:`.atom_scaling`), for the graphs that int8
+    quantizes.
     """
     onnx = _onnx()
     helper, numpy_helper = onnx.helper, onnx.numpy_helper
     if form not in ("matmul", "gemm"):
         raise ValueError(f"form must be 'matmul' or 'gemm', got {form!r}")
-    kind = model.preprocess.kind
-    D, threshold, W = _core_parameters(model, with_preprocessing and kind == "standardize", rescale_atoms)
-    nodes, source, constants = [], INPUT, {"dictionary": D, "weights": W}
-    if with_preprocessing and kind in ("l2", "center-l2"):
-        nodes, source = _normalise_nodes(helper, kind)
-        constants["tiny"] = np.array([_TINY], dtype=np.float32)
+    nodes, source, constants = _preprocessing(model, helper) if with_preprocessing else ([], INPUT, {})
+    D, threshold, W = graph_parameters(model, rescale_atoms)
+    constants.update(dictionary=D, weights=W)
     if form == "matmul":
         constants["threshold"] = threshold
         nodes += [helper.make_node("MatMul", [source, "dictionary"], ["projection"]),
@@ -174,8 +179,7 @@ def to_onnx(
         from .onnx_int8 import quantize_static
 
         rows = check_calibration(calibration, model)
-        ranges = Ranges.measure(model, rows, margin, input_is_raw=(
-            in_graph and model.preprocess.kind == "standardize"))
+        ranges = Ranges.measure(model, rows, margin)
         proto = quantize_static(
             build_graph(model, form="gemm", with_preprocessing=with_preprocessing, rescale_atoms=True),
             rows if in_graph else model.preprocess.apply(rows),

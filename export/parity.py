@@ -7,8 +7,9 @@ preprocessed rows). Both are valid evaluations of one model: at MNIST size the f
 itself is ~1e-4 from the exact scores where large terms cancel, and an interpreter may round like
 either one, so comparing with only one of them would test the BLAS libraries, not the export.
 - fp32: the given rows plus probes (a zero row, rows exactly on an atom's threshold, large values);
-  every score within ``rtol * (1 + sum_j |f_j w_j|)`` (the magnitude of the terms it sums: equal to
-  ``rtol * (1 + |score|)`` unless terms of both signs cancel), identical predictions wherever the
+  every score within ``rtol * (1 + sum_j |w_j| (|z| @ |d_j| + |alpha|))`` over the atoms at or
+  above their threshold (the magnitudes of the terms both layers sum, so the bound scales with the
+  model's constants; see ``_exact_scores_and_tolerance``), identical predictions wherever the
   Python model's decision is not itself a tie within that tolerance.
 - int8: the given (held-out) rows; predictions agree with the Python model on at least
   ``min_agreement`` of them and, with labels ``y``, accuracy drops by at most ``max_accuracy_drop``
@@ -26,8 +27,9 @@ from lastedge.runtime import Model, check_input
 from lastedge.runtime.model import in_row_blocks
 
 from . import backends as _backends
+from .atom_rows import threshold_rows
 from .atom_scaling import graph_parameters
-from .calibration import activations, clipped_fraction
+from .calibration import clipped_fraction
 from .describe import describe
 from .metadata import check_model
 
@@ -36,40 +38,6 @@ MIN_ROWS = 100
 
 class ParityError(AssertionError):
     """An exported file disagrees with its Python model beyond the stated bounds."""
-
-
-def _on_unit_sphere(model: Model, d: np.ndarray, rng: np.random.Generator) -> np.ndarray | None:
-    """A unit-norm (and zero-mean for center-l2) row z with ``z @ d == alpha``; such a row is its
-    own preprocessed form. ``None`` when the atom cannot reach the threshold."""
-    centre = (lambda v: v - v.mean()) if model.preprocess.kind == "center-l2" else (lambda v: v)
-    direction = centre(d)
-    norm = np.linalg.norm(direction)
-    if norm <= model.alpha:
-        return None
-    u = centre(rng.standard_normal(d.shape[0]))
-    u -= (u @ direction) / norm**2 * direction
-    if np.linalg.norm(u) < 1e-6:
-        return None
-    a = model.alpha / norm
-    return a * direction / norm + np.sqrt(1 - a * a) * u / np.linalg.norm(u)
-
-
-def threshold_rows(model: Model, count: int = 16, seed: int = 0) -> np.ndarray:
-    """Raw rows whose preprocessed form lands exactly (to rounding) on an atom's threshold."""
-    rng = np.random.default_rng(seed)
-    kind, rows = model.preprocess.kind, []
-    for j in rng.permutation(model.n_atoms)[:count]:
-        d = model.dictionary[:, j].astype(np.float64)
-        if kind in ("l2", "center-l2"):
-            z = _on_unit_sphere(model, d, rng)
-        else:
-            z = model.alpha * d / (d @ d) if d @ d > 0 else None
-        if z is None:
-            continue
-        if kind == "standardize":
-            z = z * model.preprocess.scale + model.preprocess.mean
-        rows.append(z)
-    return np.asarray(rows, dtype=np.float32).reshape(-1, model.n_features)
 
 
 def probe_rows(model: Model, X: np.ndarray) -> np.ndarray:
@@ -92,14 +60,22 @@ def _decisions(model: Model, scores: np.ndarray, tol: np.ndarray) -> tuple[np.nd
 def _exact_scores_and_tolerance(model: Model, rows: np.ndarray, rtol: float) -> tuple[np.ndarray, np.ndarray]:
     """The exact (float64) scores of raw ``rows`` and each score's tolerance, in blocks of rows.
 
-    A score sums terms f_j w_j; float32 rounding scales with their magnitudes, not with the sum,
-    which can be small where large terms cancel (rows a thousand times the data's scale).
+    float32 rounding scales with the magnitudes of the terms a sum adds, not with the sum, which
+    can be small where large terms cancel: a pre-activation ``z @ d_j - alpha`` adds
+    ``reach_j = |z| @ |d_j| + |alpha|`` of them, and its error passes to the score times
+    ``|w_j|``. So a score's tolerance is ``rtol * (1 + sum_j |w_j| reach_j)`` over the atoms at or
+    above their threshold to within that rounding (an atom clearly below it is exactly 0 in every
+    evaluation). It is at least ``rtol * (1 + sum_j |f_j w_j|)``, and scales with the weights.
     """
-    magnitudes = np.abs(graph_parameters(model)[2])
+    D, threshold, W = graph_parameters(model)
+    abs_D, abs_W, abs_threshold = np.abs(D), np.abs(W), np.abs(threshold)
 
     def both(block: np.ndarray) -> np.ndarray:
-        exact = activations(model, block)
-        return np.hstack([exact["scores"], rtol * (1 + np.abs(exact["features"]) @ magnitudes)])
+        Z = model.preprocess.apply(block).astype(np.float64)
+        pre_activation = Z @ D - threshold
+        reach = np.abs(Z) @ abs_D + abs_threshold
+        counted = np.where(pre_activation > -rtol * reach, reach, 0.0)
+        return np.hstack([np.maximum(pre_activation, 0) @ W, rtol * (1 + counted @ abs_W)])
 
     scores_and_tolerance = in_row_blocks(both, rows, model.row_width)
     return np.hsplit(scores_and_tolerance, 2)
@@ -141,7 +117,8 @@ def _failures(figures: dict[str, Any], precision: str, min_agreement: float,
         problems = []
         if not figures["within_tolerance"]:
             problems.append(f"max score error {figures['max_score_error']:.3g} exceeds "
-                            f"{rtol:g} * (1 + sum |f_j w_j|)")
+                            f"{rtol:g} * (1 + sum_j |w_j| (|z| @ |d_j| + |alpha|)) "
+                            "over atoms at or above their threshold")
         if not figures["clear_decisions_identical"]:
             problems.append("predictions differ from the Python model")
         return problems

@@ -30,12 +30,25 @@ def symmetric_weights(W: np.ndarray, *, per_channel: bool) -> tuple[np.ndarray, 
     return np.clip(q, -127, 127).astype(np.int8), scales
 
 
-def int32_bias(bias: np.ndarray, input_scale: float,
-               weight_scales: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Quantize a float bias to int32 with scale ``input_scale * weight_scale`` (per channel or one)."""
+def int32_bias(bias: np.ndarray, input_scale: float, weight_scales: np.ndarray, *,
+               lowest: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """Quantize a float bias to int32 with scale ``input_scale * weight_scale`` (per channel or one);
+    values below ``lowest`` (integer units, per channel) are raised to it."""
     scales = (np.float64(input_scale) * weight_scales.astype(np.float64))
     q = np.round(np.asarray(bias, dtype=np.float64) / scales)
+    if lowest is not None:
+        q = np.maximum(q, lowest)
     limit = np.iinfo(np.int32).max
     if np.any(np.abs(q) > limit):
         raise ValueError("a bias does not fit in int32 at this quantization scale")
     return q.astype(np.int32), scales.astype(np.float32)
+
+
+def relu_bias_floor(q_weights: np.ndarray, input_zero_point: int) -> np.ndarray:
+    """Per output channel, the lowest int32 bias that still matters before a ReLU: one below the
+    most negative sum ``(q_x - z_x) @ q_w`` any int8 input can give. A lower bias (an atom whose
+    threshold no input reaches, e.g. a column shrunk to ~0 by weight decay) gives the same zero
+    output, and may not fit in int32."""
+    deviation = max(QMAX - input_zero_point, input_zero_point - QMIN)  # largest |q_x - z_x|
+    reach = deviation * np.abs(q_weights.astype(np.int64)).sum(axis=1)
+    return -(reach + 1)

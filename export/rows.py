@@ -1,26 +1,37 @@
-"""Rows for the ``export`` command: calibration rows and held-out check rows from a file or digits.
+"""Rows for the ``export`` command: calibration rows and held-out check rows from a data source.
 
-A source is ``digits`` (scikit-learn's 8x8 digits) or a path: ``.npz`` with ``X_train`` and
-``X_test`` (and ``y_test``), or ``X`` (and ``y``); ``.npy`` (one 2-D array); ``.csv`` (numbers
-only, one row per line); a folder of IDX files or of images (``lastedge.runtime.data``). With a
-train/test split, calibration uses training rows and parity the test rows; with one array, the
-first 70 % calibrate and the rest are held out.
+- Labelled sources, read by ``lastedge.runtime.data`` as ``lastedge train`` reads them: ``digits``,
+  a folder of IDX files or of images, an ``.npz`` with ``X_train``/``y_train`` only, a CSV with a
+  label column. Calibration takes the training part, the check the test part (or the part that
+  ``train --seed 0`` holds out), with its labels; a source that ``train`` does not split (an
+  ``.npz`` or IDX folder without a test part) is split as rows alone are, below.
+- An ``.npz`` with ``X_train`` and ``X_test`` (``y_test`` optional): calibrate on the first, check
+  the second.
+- Rows alone (``.npy``, one 2-D array; an ``.npz`` with ``X``, ``y`` optional; a CSV of feature
+  columns, a header row optional; a folder holding only images): the first 70 % calibrate and the
+  rest are checked.
+
+With no source, the check runs on synthetic rows built from the model's atoms (:mod:`.atom_rows`).
 """
 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import NamedTuple
 
 import numpy as np
 
-from lastedge.runtime import check_input
-from lastedge.runtime.data import is_image_folder, load_dataset
+from lastedge.runtime import Model, check_input
+from lastedge.runtime.data import is_image_folder, load_csv, load_dataset
+from lastedge.runtime.images import class_folders, image_files, read_images
 from lastedge.runtime.model import NPZ_ERRORS
+
+from .atom_rows import synthetic_rows
 
 MAX_CALIBRATION_ROWS = 5000
 MAX_CHECK_ROWS = 10000
 SYNTHETIC_ROWS = 512
+CALIBRATION_SHARE = 0.7  # of rows without a test part
 
 
 class Rows(NamedTuple):
@@ -30,41 +41,89 @@ class Rows(NamedTuple):
     source: str
 
 
-def _read(source: str, image_size: tuple[int, int] | None
-          ) -> tuple[np.ndarray, np.ndarray | None, np.ndarray | None, np.ndarray | None]:
-    """(X_train, X_test, y_test, y_all) from ``source``; missing parts are None."""
-    if source == "digits":
+class _Parts(NamedTuple):
+    """What a source holds: a training (calibration) part and, when it has one, a test part."""
+
+    X_train: np.ndarray
+    X_test: np.ndarray | None = None
+    y_test: np.ndarray | None = None
+    y_train: np.ndarray | None = None  # labels of rows without a test part, split with them
+
+
+def _labelled(source: str, image_size: tuple[int, int] | None, label_column: str | int = -1) -> _Parts:
+    """A labelled source, read and split as ``lastedge train`` reads it."""
+    image_size = image_size if Path(source).is_dir() and is_image_folder(Path(source)) else None
+    data = load_dataset(source, label_column=label_column, image_size=image_size)
+    if not data.has_test:
+        return _Parts(data.X_train, y_train=data.y_train)
+    return _Parts(data.X_train, data.X_test, data.y_test)
+
+
+def _read_folder(path: Path, image_size: tuple[int, int] | None) -> _Parts:
+    """A folder of IDX files or of images in class subfolders, or one holding only images (a
+    camera's frames, rows without labels, read as ``lastedge predict`` reads them)."""
+    frames = [] if class_folders(path) else image_files(path)
+    if not frames:
+        return _labelled(str(path), image_size)
+    return _Parts(read_images(frames, path, image_size)[0])
+
+
+def _read_npz(path: Path) -> _Parts:
+    """An ``.npz`` with ``X_train`` and ``X_test`` (``y_test`` optional), with ``X_train`` and
+    ``y_train`` only (read by ``lastedge.runtime.data``), or with ``X`` (``y`` optional)."""
+    try:
+        with np.load(path, allow_pickle=False) as data:
+            names = data.files
+            if "X_train" in names and "X_test" in names:
+                return _Parts(data["X_train"], data["X_test"], data.get("y_test"))
+            if "X" in names:
+                return _Parts(data["X"], y_train=data.get("y"))
+    except (*NPZ_ERRORS, ValueError) as err:  # ValueError: a pickled array
+        raise ValueError(f"{path} is not a readable .npz file ({err})") from None
+    if "X_train" in names and "y_train" in names:
+        return _labelled(str(path), None)
+    raise ValueError(f"{path} has neither X_train/X_test, X_train/y_train nor X arrays "
+                     f"(has {', '.join(names) or 'none'})")
+
+
+def _read_npy(path: Path) -> _Parts:
+    """One 2-D array of rows."""
+    try:
+        return _Parts(np.load(path, allow_pickle=False))
+    except (*NPZ_ERRORS, ValueError) as err:  # ValueError: a pickled array
+        raise ValueError(f"{path} is not a readable .npy file ({err})") from None
+
+
+def _read_csv(path: Path, n_features: int, label_column: str | int | None) -> _Parts:
+    """A CSV of feature columns only, or with a label column: the one named, else the last when
+    the file has one column more than the model has features (``lastedge train``'s default)."""
+    if label_column is None:
         try:
-            from sklearn.datasets import load_digits
-        except ImportError:
-            raise ImportError("--calibration digits needs scikit-learn: "
-                              "pip install 'lastedge[train]'") from None
-        X, y = load_digits(return_X_y=True)
-        return X, None, None, y
+            X, _ = load_csv(path, None)
+        except ValueError:  # e.g. a text label column; read as labelled below
+            X = None
+        if X is not None and X.shape[1] != n_features + 1:
+            return _Parts(X)
+    return _labelled(str(path), None, -1 if label_column is None else label_column)
+
+
+def _read(source: str, n_features: int, image_size: tuple[int, int] | None,
+          label_column: str | int | None) -> _Parts:
+    """The parts of ``source`` (see the module's docstring)."""
     path = Path(source)
-    if path.is_dir():  # IDX files or images, read as `lastedge train` reads them
-        data = load_dataset(source, image_size=image_size if is_image_folder(path) else None)
-        return (data.X_train, data.X_test if data.has_test else None,
-                data.y_test if data.has_test else None, None)
+    if source == "digits":
+        return _labelled(source, None)
+    if path.is_dir():
+        return _read_folder(path, image_size)
     if not path.is_file():
         raise FileNotFoundError(f"no such data file or folder: {path} (or use 'digits')")
+    readers = {".npz": _read_npz, ".npy": _read_npy}
     suffix = path.suffix.lower()
     if suffix == ".csv":
-        return np.loadtxt(path, delimiter=",", ndmin=2), None, None, None
-    if suffix not in (".npz", ".npy"):
+        return _read_csv(path, n_features, label_column)
+    if suffix not in readers:
         raise ValueError(f"data files must be .npz, .npy or .csv, got {path.name!r}")
-    try:
-        data = np.load(path, allow_pickle=False)
-        if suffix == ".npy":
-            return data, None, None, None
-        with data:
-            if "X_train" in data.files and "X_test" in data.files:
-                return data["X_train"], data["X_test"], data.get("y_test"), None
-            if "X" in data.files:
-                return data["X"], None, None, data.get("y")
-    except NPZ_ERRORS as err:
-        raise ValueError(f"{path} is not a readable {suffix} file ({err})") from None
-    raise ValueError(f"{path} has neither X_train/X_test nor X arrays (has {', '.join(data.files)})")
+    return readers[suffix](path)
 
 
 def _flat(X: np.ndarray, n_features: int, source: str) -> np.ndarray:
@@ -75,24 +134,28 @@ def _flat(X: np.ndarray, n_features: int, source: str) -> np.ndarray:
         raise type(err)(f"{source}: {err}") from None
 
 
-def load_rows(source: str | None, n_features: int, model_preprocess: Any = None,
-              image_size: tuple[int, int] | None = None) -> Rows:
+def _with_test_part(parts: _Parts) -> _Parts:
+    """Rows without a test part split: the first ``CALIBRATION_SHARE`` calibrate."""
+    if parts.X_test is not None:
+        return parts
+    cut = int(CALIBRATION_SHARE * len(parts.X_train))
+    y = parts.y_train
+    return _Parts(parts.X_train[:cut], parts.X_train[cut:], None if y is None else np.asarray(y)[cut:])
+
+
+def load_rows(source: str | None, model: Model, image_size: tuple[int, int] | None = None,
+              label_column: str | int | None = None) -> Rows:
     """Calibration and check rows from ``source``; with no source, synthetic check rows only.
-    Images of an image folder are scaled to ``image_size`` (height, width) when given."""
+    Images of an image folder are scaled to ``image_size`` (height, width) when given;
+    ``label_column`` names a CSV file's label column."""
+    if label_column is not None and not (source or "").lower().endswith(".csv"):
+        raise ValueError("--label-column applies to CSV calibration files only")
     if source is None:
-        rng = np.random.default_rng(0)
-        X = rng.standard_normal((SYNTHETIC_ROWS, n_features)).astype(np.float32)
-        if model_preprocess is not None and model_preprocess.mean is not None:
-            X = X * model_preprocess.scale + model_preprocess.mean
-        return Rows(None, X, None, "synthetic")
-    X_train, X_test, y_test, y_all = _read(source, image_size)
-    X_train = _flat(X_train, n_features, source)
-    if X_test is None:
-        cut = int(0.7 * len(X_train))
-        X_train, X_test = X_train[:cut], X_train[cut:]
-        y_test = None if y_all is None else y_all[cut:]
-    X_test = _flat(X_test, n_features, source)
+        return Rows(None, synthetic_rows(model, SYNTHETIC_ROWS), None, "synthetic")
+    parts = _with_test_part(_read(source, model.n_features, image_size, label_column))
+    X_train = _flat(parts.X_train, model.n_features, source)
+    X_test = _flat(parts.X_test, model.n_features, source)
     pick = np.random.default_rng(0).permutation(len(X_train))[:MAX_CALIBRATION_ROWS]
     return Rows(X_train[np.sort(pick)], X_test[:MAX_CHECK_ROWS],
-                None if y_test is None else np.asarray(y_test)[:MAX_CHECK_ROWS],
+                None if parts.y_test is None else np.asarray(parts.y_test)[:MAX_CHECK_ROWS],
                 f"held out from {source}")

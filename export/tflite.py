@@ -23,7 +23,7 @@ from lastedge.runtime import Model, check_output_path, write_atomically
 from .atom_scaling import graph_parameters
 from .calibration import DEFAULT_MARGIN, Ranges
 from .metadata import METADATA_KEY, build_metadata, check_model, dumps
-from .quantize import affine_params, int32_bias, symmetric_weights
+from .quantize import affine_params, int32_bias, relu_bias_floor, symmetric_weights
 from .schema import check_schema
 
 INPUT, OUTPUT = "input", "scores"
@@ -64,7 +64,7 @@ def _layers(model: Model, int8: bool, ranges: Ranges | None, per_channel: bool) 
     (s_x, z_x), (s_f, z_f), (s_o, z_o) = activations
     q_d, s_d = symmetric_weights(D.T, per_channel=per_channel)
     q_w, s_w = symmetric_weights(W.T, per_channel=per_channel)
-    q_b1, s_b1 = int32_bias(bias1, s_x, s_d)
+    q_b1, s_b1 = int32_bias(bias1, s_x, s_d, lowest=relu_bias_floor(q_d, z_x))
     q_b2, s_b2 = int32_bias(bias2, s_f, s_w)
 
     def zeros(scales: np.ndarray) -> np.ndarray:

@@ -11,7 +11,7 @@ pytest.importorskip("onnxruntime")
 from conftest_export import digits_case, random_model  # noqa: E402
 
 from lastedge.cli import main  # noqa: E402
-from lastedge.export import ParityError, assert_parity, to_onnx, to_tflite  # noqa: E402
+from lastedge.export import ParityError, assert_parity, describe, to_onnx, to_tflite  # noqa: E402
 from lastedge.export.parity import threshold_rows  # noqa: E402
 from lastedge.export.variants import exporter  # noqa: E402
 
@@ -116,6 +116,11 @@ def test_cli_export_prints_size_ops_and_parity(tmp_path, capsys):
     (["--format", "tflite", "--int8"], "needs --calibration"),
     (["--format", "onnx", "--int8", "--calibration", "nope.npz"], "no such data file"),
     (["--format", "tflite", "--with-preprocessing"], "onnx only"),
+    (["--format", "onnx", "--dynamic"], "--dynamic applies to --int8 exports only"),
+    (["--format", "onnx", "--per-channel"], "--per-channel applies to --int8 exports only"),
+    (["--format", "tflite", "--per-channel"], "--per-channel applies to --int8 exports only"),
+    (["--format", "onnx", "--int8", "--dynamic", "--per-channel"], "not to --dynamic"),
+    (["--format", "onnx", "--label-column", "kind"], "--label-column applies to CSV"),
 ])
 def test_cli_errors_are_one_line(tmp_path, capsys, extra, message):
     model, _ = random_model()
@@ -130,3 +135,57 @@ def test_cli_rejects_an_unknown_format(tmp_path):
     with pytest.raises(SystemExit) as exc:
         main(["export", "m.npz", "--format", "pb", "--out", str(tmp_path / "m.pb")])
     assert exc.value.code == 2
+
+
+def test_cli_a_file_that_fails_parity_leaves_the_existing_output_untouched(tmp_path, capsys, monkeypatch):
+    """The good file at --out survives; the rejected one is kept beside it, named in the error."""
+    import lastedge.export
+
+    digits_case()[0].save(tmp_path / "m.npz")
+    out = tmp_path / "m.tflite"
+    argv = ["export", str(tmp_path / "m.npz"), "--format", "tflite", "--out", str(out)]
+    assert main(argv) == 0
+    good = out.read_bytes()
+
+    def failing(model, path, *args, **kwargs):
+        raise ParityError(f"{path} on ai-edge-litert: max score error 1 exceeds its tolerance")
+
+    monkeypatch.setattr(lastedge.export, "assert_parity", failing)
+    capsys.readouterr()
+    assert main([*argv, "--int8", "--calibration", "digits"]) == 1
+    rejected = tmp_path / "m.rejected.tflite"
+    err = capsys.readouterr().err.strip()
+    assert out.read_bytes() == good
+    assert f"{out} was not written" in err and f"kept for inspection as {rejected}" in err
+    assert rejected.is_file() and describe(rejected)["metadata"]["precision"] == "int8"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["m.npz", "m.rejected.tflite", "m.tflite"]
+
+
+def test_cli_a_file_that_passes_replaces_the_output_and_leaves_nothing_beside_it(tmp_path, capsys):
+    model, _ = random_model()
+    model.save(tmp_path / "m.npz")
+    out = tmp_path / "m.onnx"
+    out.write_bytes(b"an older file")
+    assert main(["export", str(tmp_path / "m.npz"), "--format", "onnx", "--out", str(out), "--json"]) == 0
+    result = json.loads(capsys.readouterr().out)
+    assert result["parity"]["path"] == result["file"]["path"] == str(out)
+    assert describe(out)["metadata"]["precision"] == "fp32"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["m.npz", "m.onnx"]
+
+
+@pytest.mark.parametrize("damage", ["truncate", "overwrite"])
+def test_describe_refuses_a_damaged_tflite_file_by_name(tmp_path, capsys, damage):
+    pytest.importorskip("tflite")
+    model, _ = random_model(n_features=64, n_atoms=100)
+    data = bytearray(to_tflite(model, tmp_path / "m.tflite").read_bytes())
+    if damage == "truncate":
+        data = data[:len(data) // 2]
+    else:
+        data[40:48] = b"\xff" * 8  # offsets in the root table now point outside the file
+    bad = tmp_path / "bad.tflite"
+    bad.write_bytes(bytes(data))
+    with pytest.raises(ValueError, match="bad.tflite is not a readable TFLite file"):
+        describe(bad)
+    assert main(["inspect", str(bad)]) == 1
+    err = capsys.readouterr().err.strip()
+    assert "bad.tflite is not a readable TFLite file" in err and "\n" not in err

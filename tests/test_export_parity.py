@@ -1,5 +1,6 @@
-"""Export on more rows than one block: calibration ranges, clipped fractions, the interpreters' runs
-and the exact reference are all computed in blocks of rows, and must equal the whole-batch figures."""
+"""The parity check: on more rows than one block (calibration ranges, clipped fractions, the
+interpreters' runs and the exact reference are all computed in blocks of rows, and must equal the
+whole-batch figures), its fp32 tolerance, its probe rows and its synthetic rows."""
 
 from __future__ import annotations
 
@@ -8,11 +9,13 @@ import pytest
 
 pytest.importorskip("lastedge.export")
 
-from conftest_export import random_model  # noqa: E402
+from conftest_export import digits_case, random_model  # noqa: E402
 
-from lastedge.export import assert_parity, to_onnx, to_tflite  # noqa: E402
+from lastedge.export import ParityError, assert_parity, to_onnx, to_tflite  # noqa: E402
+from lastedge.export.atom_rows import synthetic_rows, threshold_rows  # noqa: E402
 from lastedge.export.backends import available, run  # noqa: E402
 from lastedge.export.calibration import TENSORS, Ranges, activations, clipped_fraction  # noqa: E402
+from lastedge.runtime import Model  # noqa: E402
 from lastedge.runtime.model import BLOCK_ROWS  # noqa: E402
 
 ROWS = 2 * BLOCK_ROWS + 7
@@ -46,11 +49,53 @@ def test_clipped_fraction_counted_in_blocks_is_the_share_outside_each_range():
     assert fractions["input"] > 0  # wider rows than the calibration's: the check is not vacuous
 
 
-@pytest.mark.parametrize("input_is_raw", [False, True])
-def test_calibrated_ranges_measured_in_blocks_are_the_whole_batch_ranges(input_is_raw):
+def test_calibrated_ranges_measured_in_blocks_are_the_whole_batch_ranges():
     model, _ = random_model(kind="standardize")
     X = np.random.default_rng(1).normal(0, 3, (ROWS, model.n_features)).astype(np.float32)  # > 1 block
-    ranges = Ranges.measure(model, X, margin=0.0, input_is_raw=input_is_raw)
-    for name, values in zip(TENSORS, activations(model, X, input_is_raw).values()):
+    ranges = Ranges.measure(model, X, margin=0.0)
+    for name, values in zip(TENSORS, activations(model, X).values()):
         expected = (min(values.min(), 0.0), max(values.max(), 0.0))
+        if name == "scores":  # a sign no score had gets a tenth of the width (binary decisions)
+            expected = (expected[0] or -0.1 * expected[1], expected[1] or -0.1 * expected[0])
         np.testing.assert_allclose(getattr(ranges, name), expected, rtol=1e-12, err_msg=name)
+
+
+@pytest.mark.parametrize("writer, fmt", [(to_onnx, "onnx"), (to_tflite, "tflite")])
+def test_the_fp32_tolerance_scales_with_the_weights(tmp_path, writer, fmt):
+    """Weights x1000: a correct file was refused on the threshold probes, where the features are
+    ~0 but their float32 rounding (relative to |z| @ |d_j| + alpha, not to f_j) is multiplied by
+    |w_j|. A file 0.1 % off is still refused."""
+    if not available(fmt):
+        pytest.skip(f"no {fmt} interpreter installed")
+    model, _, _, X_test, _ = digits_case()
+    heavy = Model(model.dictionary, model.weights * 1000, model.classes, model.alpha, model.preprocess)
+    assert assert_parity(heavy, writer(heavy, tmp_path / f"h.{fmt}"), X_test)["agreement"] == 1.0
+    off = Model(heavy.dictionary, heavy.weights * 1.001, model.classes, model.alpha, model.preprocess)
+    with pytest.raises(ParityError, match="max score error"):
+        assert_parity(heavy, writer(off, tmp_path / f"o.{fmt}"), X_test)
+
+
+@pytest.mark.parametrize("alpha", [0.0, -1.0, -10.0])
+@pytest.mark.parametrize("kind", ["none", "l2", "center-l2", "standardize"])
+def test_threshold_probes_and_parity_for_a_zero_or_negative_alpha(tmp_path, alpha, kind):
+    """sqrt(1 - a^2) of a = alpha / |d| < -1 made NaN probe rows, which the check then refused
+    as if the user's rows held NaN."""
+    model, X = random_model(kind=kind)
+    model = Model(model.dictionary, model.weights, model.classes, alpha, model.preprocess)
+    rows = threshold_rows(model)
+    assert np.all(np.isfinite(rows))
+    gaps = np.abs(model.preprocess.apply(rows) @ model.dictionary - alpha)
+    assert np.all(gaps.min(axis=1) < 1e-5)
+    assert_parity(model, to_onnx(model, tmp_path / "m.onnx"), X)
+
+
+@pytest.mark.parametrize("kind", ["none", "l2", "center-l2", "standardize"])
+def test_synthetic_check_rows_fire_the_atoms(kind):
+    """Without data the check ran on standard normal rows, which fired an atom in 1 % of the rows
+    of a center-l2 digits model and in none for preprocess none: it checked only zeros."""
+    model = digits_case(kind)[0]
+    rows = synthetic_rows(model, 512)
+    assert len(rows) >= 256 and np.all(np.isfinite(rows))
+    firing = (model.features(rows) > 0).any(axis=1).mean()
+    assert firing > 0.5
+    np.testing.assert_array_equal(rows, synthetic_rows(model, 512))  # deterministic

@@ -10,6 +10,8 @@ from conftest_export import binary_digits_case, digits_case, random_model  # noq
 
 from lastedge.export import assert_parity, describe, to_tflite  # noqa: E402
 from lastedge.export.backends import run  # noqa: E402
+from lastedge.export.quantize import relu_bias_floor  # noqa: E402
+from lastedge.runtime import Model  # noqa: E402
 
 
 def _tensors(path):
@@ -129,3 +131,22 @@ def test_a_shared_dictionary_exports_to_both_formats_fp32_and_int8(tmp_path, dig
         assert figures["accuracy"] == pytest.approx(clf.score(X, y), abs=1e-9)
         assert_parity(model, export(model, tmp_path / f"s8.{suffix}", int8=True,
                                     calibration=digits_data.X_train), X, y)
+
+
+def test_int8_takes_an_atom_that_can_never_fire(tmp_path):
+    """A column shrunk to ~0 (weight decay) has threshold alpha / |d| far beyond any input: its
+    int32 bias used not to fit ("a bias does not fit in int32"). Any bias below what the inputs
+    can reach gives the same zero feature, so it is raised to just below that reach."""
+    model, X_train, y_train, X_test, y_test = digits_case()
+    D = model.dictionary.copy()
+    D[:, 0] *= 1e-5
+    dead = Model(D, model.weights, model.classes, model.alpha, model.preprocess)
+    assert not np.any(dead.features(X_train)[:, 0])
+    path = to_tflite(dead, tmp_path / "q.tflite", int8=True, calibration=X_train)
+    assert assert_parity(dead, path, X_test, y_test)["agreement"] >= 0.99
+    flat, tensors = _tensors(path)
+    bias, q_d = (flat.Buffers(tensors[i].Buffer()).DataAsNumpy().view(dtype)
+                 for i, dtype in ((2, "<i4"), (1, "i1")))
+    z_x = int(tensors[0].Quantization().ZeroPointAsNumpy()[0])
+    floor = relu_bias_floor(q_d.reshape(dead.n_atoms, dead.n_features), z_x)
+    assert bias[0] == floor[0] and np.all(bias[1:] > floor[1:])  # only the dead atom's was raised
