@@ -235,10 +235,12 @@ def run_experiment(experiment: Experiment, args: argparse.Namespace) -> list[dic
 
 
 def output_name(experiment: str, args: argparse.Namespace) -> str:
-    """File stem of an experiment's outputs: ``digits``, or e.g. ``digits-mnist-knn`` when
-    ``--tasks mnist --methods knn`` narrow the run (so a narrowed run never overwrites a full one)."""
+    """File stem of an experiment's outputs: ``digits``, or e.g. ``digits-mnist-knn-n50_100`` when
+    ``--tasks mnist --methods knn --n-atoms 50,100`` narrow the run (so a narrowed run never
+    overwrites a full one)."""
     scan = ["scan"] if experiment == "textures" and args.texture_source == "scan" else []
-    return "-".join([experiment, *scan, *(args.tasks or []), *(args.methods or [])])
+    sizes = [f"n{'_'.join(map(str, args.n_atoms))}"] if args.n_atoms else []
+    return "-".join([experiment, *scan, *(args.tasks or []), *(args.methods or []), *sizes])
 
 
 def _training_record(model, curve: LearningCurve | None) -> dict[str, Any]:
@@ -395,8 +397,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("experiment", choices=[*EXPERIMENT_NAMES, "all"], help="which table to reproduce")
     p.add_argument("--data", type=Path, default=DEFAULT_DATA,
                    help="folder holding the data set files (default ../shared/data from the repo)")
-    p.add_argument("--out", type=Path, default=Path("reproduce-results"),
-                   help="folder for the JSON results and figures (default ./reproduce-results)")
+    p.add_argument("--out", type=Path, default=None,
+                   help="folder for the JSON results and figures (default ./reproduce-results, "
+                        "./reproduce-results-quick with --quick, so a smoke test keeps real results)")
     p.add_argument("--quick", action="store_true",
                    help=f"every experiment on {QUICK_ROWS['train']} training rows with tiny budgets: "
                         "checks the pipeline in minutes, gives no results")
@@ -417,6 +420,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                    help="run nothing: merge these results files of the experiment (later rows replace "
                         "earlier ones of the same task, method and N) into OUT/EXPERIMENT.json, .md and figures")
     args = p.parse_args(argv)
+    if args.out is None:
+        args.out = Path("reproduce-results-quick" if args.quick else "reproduce-results")
     names = [n for n in EXPERIMENT_NAMES if args.experiment in (n, "all")]
     if args.merge:
         if args.experiment not in EXPERIMENTS:

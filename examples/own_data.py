@@ -36,7 +36,7 @@ def write_demo_csv(folder: Path) -> Path:
     X, y = load_digits(return_X_y=True)
     lines = [",".join([f"pixel{i}" for i in range(X.shape[1])] + ["digit"])]
     lines += [",".join([*(f"{v:g}" for v in row), NAMES[label]]) for row, label in zip(X, y)]
-    path = folder / "digits.csv"
+    path = folder / "digits_table.csv"  # its model, digits_table.npz, leaves quickstart's digits.npz be
     path.write_text("\n".join(lines) + "\n")
     return path
 

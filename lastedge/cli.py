@@ -41,13 +41,16 @@ class CommandError(Exception):
 
 class _Parser(argparse.ArgumentParser):
     """An argument parser whose usage errors are one line naming ``--help`` (exit status 2),
-    like every other error of the command, rather than the whole usage text."""
+    like every other error of the command, rather than the whole usage text. ``commands`` holds
+    the sub-commands' parsers, so that an option no command knows is reported by its command."""
+
+    commands: dict[str, argparse.ArgumentParser] = {}
 
     def error(self, message: str) -> NoReturn:
         self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser() -> _Parser:
     parser = _Parser(
         prog="lastedge",
         description="Train LAST soft-threshold classifiers, export them, run and benchmark them.",
@@ -56,13 +59,16 @@ def build_parser() -> argparse.ArgumentParser:
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name in _COMMAND_MODULES:
         importlib.import_module(name).register(subparsers)
+    parser.commands = subparsers.choices
     return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the CLI; returns the exit status (0 ok, 1 error, 2 usage)."""
     parser = build_parser()
-    args = parser.parse_args(argv)
+    args, unknown = parser.parse_known_args(argv)
+    if unknown:
+        parser.commands.get(args.command, parser).error(f"unrecognized arguments: {' '.join(unknown)}")
     if not getattr(args, "func", None):
         parser.print_help()
         return 2

@@ -130,7 +130,8 @@ def measure(name: str, estimator: Any, data: Any) -> tuple[str, ...]:
 def export_and_bench(model: Any, data: Any, folder: Path, settings: Settings) -> list[dict[str, Any]]:
     """Save ``model``, export it in every format and precision (when lastedge[export] is
     installed), print sizes and parity, then bench every file at batch 1; returns the bench rows."""
-    from lastedge.export import export_all
+    from lastedge.cli import CommandError
+    from lastedge.export import ParityError, export_all
     from lastedge.runtime import bench, format_table
 
     npz = model.save(folder / "digits.npz")
@@ -139,6 +140,8 @@ def export_and_bench(model: Any, data: Any, folder: Path, settings: Settings) ->
     except ImportError as err:
         print(f"export skipped: {err}")
         exported = []
+    except ParityError as err:  # one line, as every command's errors
+        raise CommandError(f"an exported file failed its parity check: {err}") from None
     rows = [(npz.name, f"{npz.stat().st_size / 1024:.1f}", "-", "-", "-")]
     rows += [(Path(r["path"]).name, f"{r['size_bytes'] / 1024:.1f}", f"{r['max_score_error']:.2g}",
               f"{r['agreement']:.2%}", f"{r['accuracy']:.2%}") for r in exported]

@@ -142,7 +142,8 @@ def _load_npz(path: Path) -> Dataset:
     with archive:
         missing = [k for k in NPZ_KEYS[:2] if k not in archive.files]
         if missing:
-            raise ValueError(f"{path.name} lacks {', '.join(missing)} (needs {', '.join(NPZ_KEYS)})")
+            raise ValueError(f"{path.name} lacks {', '.join(missing)} (needs X_train and y_train; "
+                             "X_test and y_test are optional)")
         if ("X_test" in archive.files) != ("y_test" in archive.files):
             raise ValueError(f"{path.name} has only one of X_test and y_test (give both or neither)")
         try:

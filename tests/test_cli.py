@@ -368,6 +368,16 @@ def test_a_command_line_that_does_not_parse_is_one_usage_line(capsys, tmp_path):
         "lastedge train: error: argument --atoms: invalid int value: 'x' (see lastedge train --help)"]
 
 
+@pytest.mark.parametrize("argv, line", [
+    (["demo", "--json"], "lastedge demo: error: unrecognized arguments: --json (see lastedge demo --help)"),
+    (["--bogus"], "lastedge: error: unrecognized arguments: --bogus (see lastedge --help)"),
+])
+def test_an_unknown_option_is_reported_by_its_command(capsys, argv, line):
+    with pytest.raises(SystemExit) as stop:
+        main(argv)
+    assert stop.value.code == 2 and capsys.readouterr().err.splitlines() == [line]
+
+
 @pytest.mark.parametrize("argv", [["predict", "{model}", "--data", "{d}/rows.csv", "--image-size", "8x8"],
                                   ["predict", "{model}", "--data", "digits", "--image-size", "8x8"]],
                          ids=["csv", "digits"])

@@ -41,7 +41,7 @@ def test_own_data_writes_a_demo_csv_when_given_none(tmp_path):
     assert "1347 training rows, 450 test rows, 64 features" in out
     assert float(re.search(r"test accuracy ([\d.]+)%", out).group(1)) > 80
     assert re.search(r"predicted \['\w+', '\w+', '\w+', '\w+', '\w+'\]", out)
-    assert (tmp_path / "digits.npz").is_file()
+    assert (tmp_path / "digits_table.npz").is_file()
 
 
 def test_own_data_trains_on_a_given_csv(tmp_path):
