@@ -10,12 +10,13 @@ alone with ``perf_counter_ns``, garbage collection paused. One result dict per f
 from __future__ import annotations
 
 import gc
+import math
 import os
 import platform
 import resource
 import sys
 import time
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from importlib import metadata
 from pathlib import Path
 from typing import Any, Iterator, Sequence
@@ -169,8 +170,8 @@ def _check_budget(runs: int | None, seconds: float | None) -> tuple[int | None, 
         raise ValueError("give runs or seconds, not both")
     if runs is not None and runs < 1:
         raise ValueError(f"runs must be >= 1, got {runs}")
-    if seconds is not None and not seconds > 0:
-        raise ValueError(f"seconds must be > 0, got {seconds}")
+    if seconds is not None and not 0 < seconds < math.inf:
+        raise ValueError(f"seconds must be a finite number > 0, got {seconds}")
     return runs, (1.0 if runs is None and seconds is None else seconds)
 
 
@@ -195,21 +196,39 @@ def gc_paused() -> Iterator[None]:
 
 @contextmanager
 def pinned(cpus: Sequence[int] | None) -> Iterator[None]:
-    """Pin this process to ``cpus`` for the block (no-op for None), then restore the old set."""
+    """Pin every thread of this process to ``cpus`` for the block (no-op for None), then restore
+    each one's old set. Affinity is per thread on Linux, and the BLAS and interpreter thread pools
+    already exist, so pinning the calling thread alone would leave them free."""
     if cpus is None:
         yield
         return
     if not hasattr(os, "sched_setaffinity"):
         raise OSError("pinning to cpus needs Linux (os.sched_setaffinity)")
-    before = os.sched_getaffinity(0)
+    before = {thread: os.sched_getaffinity(thread) for thread in _threads()}
     try:
-        os.sched_setaffinity(0, set(cpus))
+        for thread in before:
+            os.sched_setaffinity(thread, set(cpus))
     except (OSError, ValueError) as err:
+        _set_affinities(before)
         raise ValueError(f"cannot pin to cpus {sorted(cpus)}: {err}") from None
     try:
         yield
     finally:
-        os.sched_setaffinity(0, before)
+        _set_affinities(before)
+
+
+def _threads() -> list[int]:
+    """The ids of this process's threads (Linux's /proc; this thread alone elsewhere)."""
+    try:
+        return [int(name) for name in os.listdir("/proc/self/task")]
+    except OSError:
+        return [0]
+
+
+def _set_affinities(affinities: dict[int, set[int]]) -> None:
+    for thread, cores in affinities.items():
+        with suppress(OSError):  # a thread that ended meanwhile
+            os.sched_setaffinity(thread, cores)
 
 
 def peak_rss_mib() -> float:

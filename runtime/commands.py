@@ -121,10 +121,16 @@ def _cpu_list(text: str) -> list[int]:
     try:
         for part in text.split(","):
             first, _, last = part.partition("-")
-            cpus += range(int(first), int(last or first) + 1)
+            cores = range(int(first), int(last or first) + 1)
+            if len(cores) > MAX_CPUS:
+                raise argparse.ArgumentTypeError(f"{part} names more than {MAX_CPUS} cores")
+            cpus += cores
     except ValueError:
         raise argparse.ArgumentTypeError(f"expected cores like 0 or 0-1 or 0,2, got {text!r}") from None
     return cpus
+
+
+MAX_CPUS = 4096  # Linux's largest CPU count; a longer range is a typo
 
 
 def run_predict(args: argparse.Namespace) -> int:

@@ -111,23 +111,25 @@ def _load_idx(folder: Path, found: dict[tuple[str, str], Path]) -> Dataset:
                          "(e.g. train-images-idx3-ubyte.gz, train-labels-idx1-ubyte.gz)")
     if (("test", "images") in found) != (("test", "labels") in found):
         raise ValueError(f"{folder} has only one of the test images and test labels (give both or neither)")
-    parts, image_shape = {}, None
+    parts, shapes = {}, {}
     for part in ("train", "test"):
         if (part, "images") not in found:
             continue
         images, labels = read_idx(found[part, "images"]), read_idx(found[part, "labels"])
         what = f"{found[part, 'images'].name} / {found[part, 'labels'].name}"
-        if images.ndim < 2 or labels.ndim != 1 or len(images) != len(labels):
-            raise ValueError(f"{what}: expected images [rows, ...] and labels [rows], "
-                             f"got shapes {images.shape} and {labels.shape}")
+        if images.ndim < 2 or labels.ndim != 1 or len(images) != len(labels) or not len(images):
+            raise ValueError(f"{what}: expected images [rows, ...] and labels [rows], at least one "
+                             f"row, got shapes {images.shape} and {labels.shape}")
+        if labels.dtype.kind == "f" and not np.all(np.isfinite(labels) & (labels == np.round(labels))):
+            raise ValueError(f"{found[part, 'labels'].name}: labels must be whole numbers")
         parts[part] = (images.reshape(len(images), -1).astype(np.float32), labels.astype(np.int64))
-        if part == "train" and images.ndim >= 3:
-            image_shape = images.shape[1:]
+        shapes[part] = images.shape[1:]
+    if shapes.get("test", shapes["train"]) != shapes["train"]:
+        raise ValueError(f"{folder}: test images are {'x'.join(map(str, shapes['test']))}, training "
+                         f"images {'x'.join(map(str, shapes['train']))}")
     X_train, y_train = parts["train"]
     X_test, y_test = parts.get("test", (np.empty((0, X_train.shape[1]), np.float32), np.empty(0, np.int64)))
-    if X_test.shape[1] != X_train.shape[1]:
-        raise ValueError(f"{folder}: test images have {X_test.shape[1]} values, training images "
-                         f"{X_train.shape[1]}")
+    image_shape = shapes["train"] if len(shapes["train"]) >= 2 else None
     return Dataset(X_train, y_train, X_test, y_test, folder.name, image_shape=image_shape)
 
 
@@ -165,6 +167,8 @@ def _check_part(X: np.ndarray, y: np.ndarray, what: str) -> None:
     if X.ndim != 2 or y.ndim != 1 or len(X) != len(y):
         raise ValueError(f"{what} must be [rows, features] and [rows], "
                          f"got shapes {X.shape} and {y.shape}")
+    if X.dtype.kind not in "biuf":
+        raise ValueError(f"{what}: features must be numbers, got dtype {X.dtype}")
     if y.dtype.kind == "f" and not np.all(np.isfinite(y)):
         raise ValueError(f"{what}: a label is NaN or infinite")
 

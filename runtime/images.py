@@ -11,7 +11,9 @@ Pillow is imported on first use (``pip install 'lastedge[images]'``).
 from __future__ import annotations
 
 import warnings
+from contextlib import contextmanager
 from pathlib import Path
+from typing import Any, Iterator
 
 import numpy as np
 
@@ -72,21 +74,42 @@ def read_images(paths: list[Path], root: Path, size: tuple[int, int] | None = No
     """``(X float32 [m, H*W or H*W*3], image shape)``: one flattened image per row, all grey or
     (when any has colour) all RGB, each scaled to ``size`` (height, width) when given; without
     it, images of different sizes are an error naming two of them (relative to ``root``)."""
+    if size is None:
+        _check_one_size(paths, root)
     pixels = [_read_image(path, size) for path in paths]
     if any(p.ndim == 3 for p in pixels):
         pixels = [p if p.ndim == 3 else np.repeat(p[..., None], 3, axis=2) for p in pixels]
-    first = pixels[0].shape
-    for path, p in zip(paths, pixels):
-        if p.shape[:2] != first[:2]:
-            raise ValueError(f"images differ in size: {paths[0].relative_to(root)} is "
-                             f"{first[1]}x{first[0]}, {path.relative_to(root)} is {p.shape[1]}x{p.shape[0]} "
+    return np.stack(pixels).reshape(len(pixels), -1), pixels[0].shape
+
+
+def _check_one_size(paths: list[Path], root: Path) -> None:
+    """Refuse images of different sizes from their headers, before any is decoded (a folder of
+    large images of mixed sizes would otherwise fill memory first)."""
+    first = None
+    for path in paths:
+        with _opened(path) as image:
+            width, height = image.size
+        first = first or (path, width, height)
+        if (width, height) != first[1:]:
+            raise ValueError(f"images differ in size: {first[0].relative_to(root)} is "
+                             f"{first[1]}x{first[2]}, {path.relative_to(root)} is {width}x{height} "
                              "(width x height); give an image size to scale them to (--image-size HxW)")
-    return np.stack(pixels).reshape(len(pixels), -1), first
 
 
 def _read_image(path: Path, size: tuple[int, int] | None = None) -> np.ndarray:
     """float32 [H, W] (grey) or [H, W, 3] (colour) values as stored (0-255 for 8-bit images),
     scaled to ``size`` (height, width) when given."""
+    with _opened(path) as image:
+        image.load()
+        if size is not None and image.size != (size[1], size[0]):
+            image = _scaled(image, size)
+        return _pixels(image)
+
+
+@contextmanager
+def _opened(path: Path) -> Iterator[Any]:
+    """``path`` opened by Pillow (its header read, its pixels not yet decoded); any failure to
+    read it, in the block too, is a ``ValueError`` naming the file."""
     from PIL import Image, UnidentifiedImageError
 
     try:
@@ -95,12 +118,9 @@ def _read_image(path: Path, size: tuple[int, int] | None = None) -> np.ndarray:
             warnings.simplefilter("ignore", UserWarning)
             warnings.simplefilter("error", Image.DecompressionBombWarning)
             with Image.open(path) as image:
-                image.load()
-                if size is not None and image.size != (size[1], size[0]):
-                    image = _scaled(image, size)
-                return _pixels(image)
+                yield image
     except (UnidentifiedImageError, Image.DecompressionBombError, Image.DecompressionBombWarning,
-            OSError, ValueError) as err:
+            OSError, ValueError, SyntaxError) as err:  # SyntaxError: Pillow's "broken PNG file"
         raise ValueError(f"cannot read image {path} ({err})") from None
 
 
@@ -115,6 +135,8 @@ def _scaled(image, size: tuple[int, int]):
         image = image.convert("L")
     elif image.mode in ("RGBA", "PA"):
         image = image.convert("RGB")
+    elif image.mode.startswith("I;16"):  # Pillow's resize garbles big-endian 16-bit values
+        image = image.convert("I")
     return image.resize((size[1], size[0]), Image.Resampling.BILINEAR)
 
 

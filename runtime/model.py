@@ -371,6 +371,12 @@ def check_output_path(path: str | os.PathLike, suffixes: str | tuple[str, ...], 
         raise ValueError(f"cannot write {path}: folder {path.parent} does not exist")
     if path.is_dir():
         raise ValueError(f"cannot write {path}: it is a folder")
+    folder = path.parent if str(path.parent) else Path(".")
+    try:  # a real probe: permissions, read-only mounts and special folders such as /proc alike
+        with tempfile.TemporaryFile(dir=folder):
+            pass
+    except OSError as err:
+        raise ValueError(f"cannot write {path}: folder {folder} is not writable ({err.strerror})") from None
     return path
 
 
@@ -383,7 +389,10 @@ def write_atomically(path: str | os.PathLike, write) -> None:
     folder = path.parent if str(path.parent) else Path(".")
     if not folder.is_dir():
         raise ValueError(f"cannot write {path}: folder {folder} does not exist")
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=folder)
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=folder)
+    except OSError as err:  # named by the user's path, not the temp file's
+        raise ValueError(f"cannot write {path}: {err.strerror or err}") from None
     try:
         with os.fdopen(fd, "wb") as f:
             write(f)

@@ -294,6 +294,7 @@ def mark_encrypted(path: Path) -> Path:
     (["train", "--data", "digits", *TINY, "--out", "{d}/m.txt"], "--out must be a .npz file"),
     (["train", "--data", "digits", *TINY, "--out", "{d}/no/m.npz"], "folder .* does not exist"),
     (["train", "--data", "digits", *TINY, "--out", "{d}/folder.npz"], "cannot write .*folder.npz: it is a folder"),
+    (["train", "--data", "digits", *TINY, "--out", "/proc/m.npz"], "cannot write /proc/m.npz: folder /proc is not writable"),  # root too
     (["train", "--data", "{d}/notes.txt", *TINY, "--out", "{d}/m.npz"],
      "unsupported data file 'notes.txt'"),
     (["train", "--data", "digits", "--atoms", "2", "--method", "sgd", "--max-dca-iter", "3",
@@ -339,7 +340,7 @@ def mark_encrypted(path: Path) -> Path:
     (["inspect", "{model}", "--atoms", "{d}/a.png", "--image-shape", "5x5"],
      "an image of shape 5x5 has 25 values; the model has 64 features"),
     (["inspect", "{model}", "--atoms", "{d}/a.png", "--image-shape", "8by8"], "image shape must be HxW"),
-], ids=["missing-data", "zero-atoms", "out-not-npz", "out-folder", "out-is-a-folder", "unknown-data-format",
+], ids=["missing-data", "zero-atoms", "out-not-npz", "out-folder", "out-is-a-folder", "out-folder-not-writable", "unknown-data-format",
         "option-of-other-method", "options-of-other-method", "hinge-without-shared", "mu-grid-class-too-small",
         "shift-without-images", "image-shape-of-images", "train-image-shape-wrong-size", "shift-with-sgd", "bad-device",
         "zero-threads", "plot-format", "plot-folder", "corrupt-model", "encrypted-model", "encrypted-data", "encrypted-calibration", "wrong-width", "no-labels-not-csv", "predictions-not-csv",

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 
 import numpy as np
 import pytest
@@ -64,7 +65,8 @@ def test_statistics_of_known_times():
 
 def test_bench_rejects_bad_budgets(paths):
     for kwargs, message in ((dict(runs=5, seconds=1.0), "not both"), (dict(runs=0), "runs"),
-                            (dict(seconds=-1.0), "seconds"), (dict(batch_sizes=(0,)), "batch"),
+                            (dict(seconds=-1.0), "seconds"), (dict(seconds=float("inf")), "finite"),
+                            (dict(batch_sizes=(0,)), "batch"),
                             (dict(warmup=-1), "warmup")):
         with pytest.raises(ValueError, match=message):
             bench([paths["m.npz"]], **kwargs)
@@ -76,6 +78,33 @@ def test_cpus_pin_the_process_and_restore(paths):
     (row,) = bench([paths["m.npz"]], runs=3, cpus=[min(before)])
     assert row["machine"]["usable_cores"] == 1
     assert os.sched_getaffinity(0) == before
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="Linux threads in /proc")
+def test_cpus_pin_every_thread_not_only_the_calling_one():
+    """A thread that exists before pinning (as BLAS pools do) is pinned too, and restored."""
+    import threading
+
+    from lastedge.runtime.bench import pinned
+
+    ready, done, seen = threading.Event(), threading.Event(), {}
+
+    def worker():
+        seen["id"] = threading.get_native_id()
+        ready.set()
+        done.wait(10)
+
+    thread = threading.Thread(target=worker)
+    thread.start()
+    ready.wait(10)
+    before = os.sched_getaffinity(seen["id"])
+    try:
+        with pinned([min(before)]):
+            assert os.sched_getaffinity(seen["id"]) == {min(before)}
+        assert os.sched_getaffinity(seen["id"]) == before
+    finally:
+        done.set()
+        thread.join()
 
 
 def test_format_table_has_one_line_per_file_and_batch(paths):
@@ -134,6 +163,7 @@ def test_cli_bench_draws_the_latencies(paths, capsys, tmp_path):
     (["bench", "{npz}", "--threads", "0"], "threads must be a positive integer"),
     (["bench", "{npz}", "--backend", "litert"], "cannot run a .npz file"),
     (["bench", "{npz}", "--cpus", "4096"], "cannot pin to cpus"),
+    (["bench", "{npz}", "--seconds", "inf"], "seconds must be a finite number > 0"),
     (["bench", "{npz}", "--plot", "latency.jpeg"], "the figure must be a .png, .pdf, .svg file"),
 ])
 def test_cli_errors_print_one_line_and_exit_1(paths, capsys, argv, message):
@@ -145,7 +175,8 @@ def test_cli_errors_print_one_line_and_exit_1(paths, capsys, argv, message):
 
 def test_cli_usage_errors_exit_2(capsys):
     for argv in (["bench"], ["bench", "m.npz", "--batch", "x"], ["bench", "m.npz", "--runs", "3",
-                                                                   "--seconds", "1"]):
+                                                                   "--seconds", "1"],
+                 ["bench", "m.npz", "--cpus", "0-200000000"]):  # a typo, not 200 million cores
         with pytest.raises(SystemExit) as exit_:
             main(argv)
         assert exit_.value.code == 2

@@ -120,6 +120,12 @@ def test_labels_are_integers_only_when_every_text_is_one_distinct_whole_number(t
     assert label_array(texts).tolist() == expected
 
 
+def test_an_npz_of_text_features_is_refused(tmp_path):
+    np.savez(tmp_path / "text.npz", X_train=np.array([["1", "2"], ["3", "4"]]), y_train=np.array([0, 1]))
+    with pytest.raises(ValueError, match="features must be numbers, got dtype <U1"):
+        load_dataset(str(tmp_path / "text.npz"))
+
+
 def test_nan_labels_and_arrays_declaring_more_data_than_they_hold_are_refused(tmp_path):
     np.savez(tmp_path / "nan.npz", X_train=np.zeros((2, 2)), y_train=np.array([0.0, np.nan]))
     with pytest.raises(ValueError, match="a label is NaN"):

@@ -125,6 +125,61 @@ def test_incomplete_idx_folders_are_refused(tmp_path, files, message):
         load_dataset(str(tmp_path))
 
 
+@pytest.mark.parametrize("arrays, message", [
+    ({"train-labels-idx1-ubyte": np.array([0, np.nan, 1, 1, 0], ">f4")}, "labels must be whole numbers"),
+    ({"train-labels-idx1-ubyte": np.array([0, 0.5, 1, 1, 0], ">f4")}, "labels must be whole numbers"),
+    ({"t10k-images-idx3-ubyte": np.zeros((2, 2, 8), "u1"), "t10k-labels-idx1-ubyte": np.zeros(2, "u1")},
+     "test images are 2x8, training images 4x4"),
+    ({"train-images-idx3-ubyte": np.zeros((0, 4, 4), "u1"), "train-labels-idx1-ubyte": np.zeros(0, "u1")},
+     "at least one row"),
+], ids=["nan-labels", "fractional-labels", "test-shape", "empty"])
+def test_idx_labels_and_shapes_that_make_no_data_set_are_refused(tmp_path, arrays, message):
+    files = {"train-images-idx3-ubyte": np.zeros((5, 4, 4), "u1"), "train-labels-idx1-ubyte": np.zeros(5, "u1")}
+    for name, array in {**files, **arrays}.items():
+        write_idx(tmp_path / name, array)
+    with pytest.raises(ValueError, match=message):
+        load_dataset(str(tmp_path))
+
+
+def test_a_broken_png_and_big_endian_16_bit_images(tmp_path):
+    """Pillow raises SyntaxError for a broken PNG chunk, and its resize garbles 16-bit big-endian
+    values (the little-endian twin is right)."""
+    Image = pytest.importorskip("PIL.Image")
+    from lastedge.runtime.images import read_images
+
+    png = tmp_path / "ok.png"
+    Image.fromarray(np.arange(256, dtype=np.uint8).reshape(16, 16)).save(png)
+    data = bytearray(png.read_bytes())
+    at = data.find(b"IDAT") - 4
+    data[at:at + 4] = (int.from_bytes(data[at:at + 4], "big") - 8).to_bytes(4, "big")
+    (tmp_path / "broken.png").write_bytes(bytes(data))
+    with pytest.raises(ValueError, match="cannot read image .*broken.png"):
+        read_images([tmp_path / "broken.png"], tmp_path)
+    values = (np.arange(64, dtype=np.uint16) * 1000).reshape(8, 8)
+    little = Image.fromarray(values)  # mode I;16
+    little.save(tmp_path / "le.tif")
+    Image.frombytes("I;16B", (8, 8), values.astype(">u2").tobytes()).save(tmp_path / "be.tif")
+    X_le, _ = read_images([tmp_path / "le.tif"], tmp_path, (4, 4))
+    X_be, _ = read_images([tmp_path / "be.tif"], tmp_path, (4, 4))
+    np.testing.assert_allclose(X_be, X_le, rtol=1e-6)
+    assert 0 < X_le.mean() < 64000
+
+
+def test_images_of_mixed_sizes_are_refused_before_any_is_decoded(tmp_path, monkeypatch):
+    Image = pytest.importorskip("PIL.Image")
+    from lastedge.runtime import images
+
+    for name, size in (("a.png", (8, 8)), ("b.png", (9, 8))):
+        Image.new("L", size).save(tmp_path / name)
+
+    def decoded(*args, **kwargs):
+        raise AssertionError("an image was decoded before the sizes were compared")
+
+    monkeypatch.setattr(images, "_read_image", decoded)
+    with pytest.raises(ValueError, match=r"images differ in size: a.png is 8x8, b.png is 9x8"):
+        images.read_images([tmp_path / "a.png", tmp_path / "b.png"], tmp_path)
+
+
 # --- image folders -------------------------------------------------------------------------------
 
 def test_image_folder_is_split_like_a_csv(tmp_path):
