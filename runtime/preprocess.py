@@ -19,7 +19,7 @@ import numpy as np
 KINDS = ("none", "l2", "center-l2", "standardize")
 
 # Norms whose float32 sum of squares neither overflowed nor lost precision to underflow; rows
-# outside are normed again after scaling by their largest value, so l2 stays scale-invariant.
+# outside (and zero rows) are normalised again in float64, so l2 stays scale-invariant.
 _SAFE_NORMS = (1e-18, 1e18)
 
 
@@ -70,20 +70,32 @@ class Preprocess:
         """
         if self.kind == "none":
             return np.asarray(X, dtype=np.float32)
-        if self.kind == "standardize":  # the mean off first, in the input's precision: rows
-            Z = (np.asarray(X) - self.mean).astype(np.float32, copy=False)  # near 1e9 keep their digits
+        X = np.asarray(X)
+        if self.kind == "standardize":  # the mean off first, in the input's precision (written to
+            Z = np.empty(X.shape, dtype=np.float32)  # float32 as it goes): rows near 1e8 keep their digits
+            np.subtract(X, self.mean, out=Z, casting="same_kind")
             Z /= self.scale
             return Z
         Z = np.array(X, dtype=np.float32)
-        if self.kind == "center-l2":  # the mean summed in float64: 64 values near 1e37 overflow float32
-            Z -= (np.add.reduce(Z, axis=1, keepdims=True, dtype=np.float64) / Z.shape[1]).astype(np.float32)
+        if self.kind == "center-l2":
+            Z -= np.add.reduce(Z, axis=1, keepdims=True) / np.float32(Z.shape[1])
         norms = np.sqrt(np.einsum("ij,ij->i", Z, Z))
-        unsafe = ~((norms > _SAFE_NORMS[0]) & (norms < _SAFE_NORMS[1]))
-        if unsafe.any():
-            norms[unsafe] = _rescaled_norms(Z[unsafe])
-        np.maximum(norms, np.finfo(np.float32).tiny, out=norms)  # a zero row stays zero
+        if len(norms) and not (_SAFE_NORMS[0] < norms.min() and norms.max() < _SAFE_NORMS[1]):
+            unsafe = ~((norms > _SAFE_NORMS[0]) & (norms < _SAFE_NORMS[1]))  # NaN: centring overflowed
+            Z[unsafe] = self._normalised_in_float64(X[unsafe])
+            norms[unsafe] = 1.0
         Z /= norms[:, None]
         return Z
+
+    def _normalised_in_float64(self, X: np.ndarray) -> np.ndarray:
+        """The l2 (or center-l2) form of rows whose float32 arithmetic overflowed or underflowed
+        (values near 1e19 or 1e-19 and beyond) or that are zero: float64 holds the squares of any
+        float32 value, so this is exact to float32 rounding; a zero row stays zero."""
+        Z = np.asarray(X, dtype=np.float64)
+        if self.kind == "center-l2":
+            Z = Z - Z.mean(axis=1, keepdims=True)
+        norms = np.sqrt(np.einsum("ij,ij->i", Z, Z))
+        return (Z / np.where(norms > 0, norms, 1.0)[:, None]).astype(np.float32)
 
     def check_width(self, n_features: int) -> None:
         """Raise if the recorded statistics do not match ``n_features`` inputs."""
@@ -96,9 +108,3 @@ class Preprocess:
         """The JSON-serialisable part (kind only; statistics travel as arrays)."""
         return {"kind": self.kind}
 
-
-def _rescaled_norms(Z: np.ndarray) -> np.ndarray:
-    """l2 norms of the rows of ``Z`` computed as ``peak * ||row / peak||`` (0 for a zero row)."""
-    peaks = np.abs(Z).max(axis=1)
-    scaled = Z / np.where(peaks > 0, peaks, 1)[:, None]
-    return peaks * np.sqrt(np.einsum("ij,ij->i", scaled, scaled))
