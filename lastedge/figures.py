@@ -24,6 +24,7 @@ if TYPE_CHECKING:
 DPI = 120
 FORMATS = ("png", "pdf", "svg")
 ATOMS_PER_ROW = 10
+MIN_ATOMS_WIDTH = 4.0  # inches: room for the titles above a single column of atoms
 
 
 def new_figure(size: tuple[float, float]) -> Figure:
@@ -87,7 +88,8 @@ def atoms_as_images(dictionaries: dict[str, np.ndarray], image_shape: tuple[int,
             raise ValueError(f"atom_titles[{label!r}] has {len(captions)} captions for {n_atoms} atoms")
     columns = min(ATOMS_PER_ROW, max(len(images) for images in shown.values()))
     grid_rows = [-(-len(images) // columns) for images in shown.values()]
-    fig = new_figure((1.1 * columns + 0.4, sum(1.25 * r + 0.35 for r in grid_rows) + 0.5))
+    width = max(MIN_ATOMS_WIDTH, 1.1 * columns + 0.4)
+    fig = new_figure((width, sum(1.25 * r + 0.35 for r in grid_rows) + 0.5))
     blocks = fig.subfigures(len(shown), 1, height_ratios=[1.25 * r + 0.35 for r in grid_rows],
                             squeeze=False)[:, 0]
     for block, n_rows, (label, images) in zip(blocks, grid_rows, shown.items()):

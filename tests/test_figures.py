@@ -82,6 +82,17 @@ def test_atoms_as_images_grayscale_with_captions(tmp_path):
     assert_png(tmp_path / "atoms.png")
 
 
+def test_one_atom_leaves_room_for_the_titles(tmp_path):
+    from PIL import Image
+
+    from lastedge.figures import DPI, MIN_ATOMS_WIDTH
+
+    atoms_as_images({"class 0: 1 of its 3 atoms": np.ones((64, 1))}, (8, 8), tmp_path / "one.png",
+                    "strongest atoms per output")
+    with Image.open(tmp_path / "one.png") as image:
+        assert image.width >= MIN_ATOMS_WIDTH * DPI * 0.9  # savefig trims nothing: the canvas is the figure
+
+
 def test_atoms_as_images_channels_first_colour(tmp_path):
     D = np.random.default_rng(0).normal(size=(3 * 8 * 8, 40))
     atoms_as_images({"LAST": D}, (8, 8, 3), tmp_path / "cifar.png", "CIFAR", max_atoms=15,
