@@ -24,7 +24,7 @@ import numpy as np
 from lastedge.runtime import Model, check_input
 from lastedge.runtime.data import is_image_folder, load_csv, load_dataset
 from lastedge.runtime.images import class_folders, image_files, read_images
-from lastedge.runtime.model import NPZ_ERRORS
+from lastedge.runtime.model import NPZ_ERRORS, check_declared_sizes
 
 from .atom_rows import synthetic_rows
 
@@ -74,6 +74,7 @@ def _read_npz(path: Path) -> _Parts:
     try:
         with np.load(path, allow_pickle=False) as data:
             names = data.files
+            check_declared_sizes(data.zip, None, ("X_train", "X_test", "y_test", "X", "y"))
             if "X_train" in names and "X_test" in names:
                 return _Parts(data["X_train"], data["X_test"], data.get("y_test"))
             if "X" in names:

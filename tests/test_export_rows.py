@@ -114,3 +114,16 @@ def test_image_folders_with_or_without_class_subfolders_are_read(tmp_path, model
     assert frames.y_check is None and len(frames.X_check) == 18
     classes = load_rows(str(tmp_path / "classes"), model)
     assert len(classes.calibration) + len(classes.X_check) == 60 and len(classes.y_check) == 15
+
+
+def test_an_npz_declaring_more_than_it_holds_is_refused_before_allocating(tmp_path, model):
+    import io
+    import zipfile
+
+    member = io.BytesIO()  # 64 bytes whose header says 1e12 values: numpy would allocate 7 TiB
+    np.lib.format.write_array_header_1_0(member, {"descr": "<f8", "fortran_order": False,
+                                                  "shape": (10**6, 10**6)})
+    with zipfile.ZipFile(tmp_path / "big.npz", "w") as archive:
+        archive.writestr("X.npy", member.getvalue() + bytes(64))
+    with pytest.raises(ValueError, match=r"X.npy declares shape \(1000000, 1000000\)"):
+        load_rows(str(tmp_path / "big.npz"), model)
