@@ -2,7 +2,7 @@
 
     python benchmarks/shared_vs_ovr.py [--datasets mnist,usps] [--total-atoms 100,200,...]
                                        [--train-rows N] [--max-dca-iter K] [--inner-solver S]
-                                       [--batch-size B] [--n-jobs J] [--tol TOL] [--mu MU]
+                                       [--batch-size B] [--n-jobs J] [--device D] [--tol TOL] [--mu MU]
                                        [--methods shared,ovr] [--hinge max|sum] [--shift-augment K]
                                        [--quick] [--json PATH] [--plot PATH] [--data ../shared/data]
     python benchmarks/shared_vs_ovr.py --merge A.json B.json ... [--plot PATH]
@@ -75,7 +75,8 @@ def build(multiclass: str, total_atoms: int, n_classes: int, args: argparse.Name
                           shift_augment=args.shift_augment, image_shape=(image_side, image_side),
                           inner_solver=args.inner_solver, max_dca_iter=args.max_dca_iter,
                           inner_iter=args.inner_iter, batch_size=args.batch_size, n_jobs=args.n_jobs,
-                          tol=args.tol, early_stopping=args.early_stopping, mu=mu, random_state=args.seed,
+                          device=args.device, tol=args.tol, early_stopping=args.early_stopping, mu=mu,
+                          random_state=args.seed,
                           verbose=0)
 
 
@@ -233,6 +234,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--batch-size", type=int, default=None,
                    help="minibatch rows of the inner solver (default the library's: 200 from 5000 rows)")
     p.add_argument("--n-jobs", type=int, default=1, help="torch threads during fit (default 1)")
+    p.add_argument("--device", default="cpu", help="torch device to train on, e.g. cuda (default cpu)")
     p.add_argument("--tol", type=float, default=LASTClassifier().tol,
                    help="DCA's stopping tolerance on the parameter change (0: run max-dca-iter iterations)")
     p.add_argument("--mu", type=float, default=0.0,

@@ -61,3 +61,24 @@ def test_quick_runs_merge_into_one_table_and_plot(shared_vs_ovr, tmp_path, capsy
     assert shared_vs_ovr.main(["--merge", parts[0], str(tmp_path / "other.json")]) == 2
     assert "trained usps with other budgets" in capsys.readouterr().err
     assert shared_vs_ovr.main(["--merge", str(tmp_path / "usps.npz")]) == 2
+
+
+def test_train_device_quick_run_times_every_device(tmp_path, capsys):
+    """``benchmarks/train_device.py`` on two CPU "devices" (the machine CI has): one row each."""
+    _write_usps_like(tmp_path)
+    sys.path.insert(0, str(BENCHMARKS))
+    try:
+        import train_device
+    finally:
+        sys.path.remove(str(BENCHMARKS))
+    train_device.main(["--quick", "--dataset", "usps", "--data", str(tmp_path), "--devices", "cpu,cpu",
+                       "--threads", "1", "--methods", "shared", "--json", str(tmp_path / "t.json")])
+    rows = json.loads((tmp_path / "t.json").read_text())["results"]
+    assert [(r["method"], r["total_atoms"], r["device"], r["n_iter"]) for r in rows] == [
+        ("shared", 20, "cpu (1 thread)", 2)] * 2
+    assert rows[0]["speed_up"] == 1.0 and all(r["s_per_iteration"] > 0 for r in rows)
+    assert "| shared | 20 | cpu (1 thread) |" in capsys.readouterr().out
+    with pytest.raises(SystemExit) as stopped:
+        train_device.main(["--quick", "--data", str(tmp_path), "--dataset", "usps", "--devices", "gpu"])
+    assert stopped.value.code == 2
+    assert "device must name a torch device" in capsys.readouterr().err
