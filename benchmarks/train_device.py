@@ -123,7 +123,8 @@ def main(argv: list[str] | None = None) -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--devices", type=lambda text: text.split(","), default=["cpu", "cuda"],
                    help="comma separated torch devices; the first is the speed-up's reference (default cpu,cuda)")
-    p.add_argument("--threads", type=int, default=-1, help="torch threads for the CPU fits (default -1: all cores)")
+    p.add_argument("--threads", type=int, default=-1,
+                   help="torch threads for the CPU fits (default -1: all cores)")
     p.add_argument("--dataset", default="mnist", choices=["mnist", "usps"])
     p.add_argument("--data", type=Path, default=DEFAULT_DATA, help="folder holding mnist.npz and usps.npz")
     p.add_argument("--total-atoms", type=harness._int_list, default=[400, 1600])

@@ -80,8 +80,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except BrokenPipeError:  # the reader stopped early (``lastedge predict ... | head``): not an error
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # no second error at exit
         return 0
-    except MemoryError:
-        print(f"lastedge {args.command}: error: out of memory (try smaller batches or data)", file=sys.stderr)
+    except MemoryError as err:  # a bare one from numpy or the OS, or one that says what to change
+        reason = _one_line(err) if str(err) else "out of memory (try smaller batches or data)"
+        print(f"lastedge {args.command}: error: {reason}", file=sys.stderr)
         return 1
     except (CommandError, *USER_ERRORS) as err:
         print(f"lastedge {args.command}: error: {_one_line(err)}", file=sys.stderr)

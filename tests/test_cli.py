@@ -397,6 +397,20 @@ def test_out_of_memory_is_one_line(capsys, tiny_model_file, monkeypatch):
     assert code == 1 and err == "lastedge bench: error: out of memory (try smaller batches or data)\n"
 
 
+def test_device_out_of_memory_in_training_is_one_line_saying_what_to_change(capsys, tmp_path, monkeypatch):
+    torch = pytest.importorskip("torch")
+
+    def out_of_memory(*args, **kwargs):
+        raise torch.OutOfMemoryError("CUDA out of memory. Tried to allocate 2.00 GiB")
+
+    monkeypatch.setattr("lastedge.train.last.run_dca", out_of_memory)
+    code, _, err = run(capsys, "train", "--data", "digits", *TINY, "--out", tmp_path / "m.npz")
+    assert code == 1 and err == ("lastedge train: error: device 'cpu' ran out of memory (CUDA out of memory. "
+                                 "Tried to allocate 2.00 GiB); try a smaller batch_size, fewer atoms or rows, "
+                                 "or device='cpu'\n")
+    assert not (tmp_path / "m.npz").exists()
+
+
 def test_predict_compares_labels_by_value_whatever_their_text(capsys, tmp_path, tiny_model_file, digits_data):
     """np.savetxt writes label 7 as 7.000e+00; a model trained on text labels holds "7"."""
     X, y = digits_data.X_test[:60], digits_data.y_test[:60]

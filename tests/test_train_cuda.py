@@ -86,8 +86,8 @@ def test_cuda_sgd_baseline_matches_the_cpu_fit(digits_data, optimizer):
 
 def test_cli_trains_on_cuda_and_the_model_file_runs_anywhere(capsys, tmp_path):
     out = tmp_path / "gpu.npz"
-    code, _, err = run(capsys, "train", "--data", "digits", "--device", "cuda", "--atoms", "6", "--max-dca-iter", "2",
-                       "--inner-iter", "50", "--quiet", "--out", str(out))
+    code, _, err = run(capsys, "train", "--data", "digits", "--device", "cuda", "--atoms", "6",
+                       "--max-dca-iter", "2", "--inner-iter", "50", "--quiet", "--out", str(out))
     assert code == 0, err
     code, printed, err = run(capsys, "predict", str(out), "--data", "digits")
     assert code == 0, err

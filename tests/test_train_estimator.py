@@ -241,6 +241,26 @@ def test_unusable_device_is_refused_before_training(cls, device, match):
         cls(device=device, verbose=0).fit(X, y)
 
 
+def gpu_out_of_memory(*args, **kwargs):
+    raise torch.OutOfMemoryError("CUDA out of memory. Tried to allocate 2.00 GiB (GPU 0; 79.19 GiB total)\nmore")
+
+
+@pytest.mark.parametrize("cls, trainer", [
+    (LASTClassifier, "lastedge.train.last.run_dca"),
+    (SGDSoftThresholdClassifier, "lastedge.train.sgd.SGDSoftThresholdClassifier._descend"),
+])
+def test_device_out_of_memory_is_a_memory_error_saying_what_to_change(cls, trainer, monkeypatch):
+    """torch's OutOfMemoryError (a RuntimeError, raised by GPUs) becomes the MemoryError a CPU gives."""
+    X, y = blobs()
+    threads = torch.get_num_threads()
+    monkeypatch.setattr(trainer, gpu_out_of_memory)
+    with pytest.raises(MemoryError, match=r"^device 'cpu' ran out of memory \(CUDA out of memory\. Tried to "
+                                          r"allocate 2\.00 GiB \(GPU 0; 79\.19 GiB total\)\); try a smaller "
+                                          r"batch_size, fewer atoms or rows, or device='cpu'$"):
+        cls(**(FAST_LAST if cls is LASTClassifier else FAST_SGD)).fit(X, y)
+    assert torch.get_num_threads() == threads  # the fit's torch settings were restored on the way out
+
+
 def test_sgd_refuses_unknown_optimizer():
     X, y = blobs()
     with pytest.raises(ValueError, match="optimizer must be one of .* got 'rmsprop'"):

@@ -95,6 +95,8 @@ class SoftThresholdBase(ModelBackedClassifier, TransformerMixin, ClassifierMixin
 
         Softplus and sigmoid of very negative arguments produce denormal floats, which slow x86
         arithmetic 20-500x; flushing them to zero changes no result that matters (~1e-38).
+        A GPU running out of memory raises torch's ``OutOfMemoryError``, a ``RuntimeError``; it is
+        raised again as the ``MemoryError`` a CPU fit would give, saying what to change.
         """
         threads, flushing = torch.get_num_threads(), flushes_denormals()
         if self.n_jobs is not None:
@@ -102,6 +104,10 @@ class SoftThresholdBase(ModelBackedClassifier, TransformerMixin, ClassifierMixin
         torch.set_flush_denormal(True)
         try:
             yield usable_device(self.device)
+        except torch.OutOfMemoryError as error:
+            reason = str(error).splitlines()[0] if str(error) else "out of memory"
+            raise MemoryError(f"device {self.device!r} ran out of memory ({reason.rstrip('. ')}); "
+                              "try a smaller batch_size, fewer atoms or rows, or device='cpu'") from None
         finally:
             torch.set_num_threads(threads)
             torch.set_flush_denormal(flushing)
