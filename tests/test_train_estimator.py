@@ -14,7 +14,7 @@ from sklearn.utils.estimator_checks import parametrize_with_checks
 
 from lastedge.runtime import Model
 from lastedge.train import LASTClassifier, SGDSoftThresholdClassifier
-from lastedge.train.base import flushes_denormals, thread_count
+from lastedge.train.base import available_accelerator, flushes_denormals, thread_count, usable_device
 
 FAST_LAST = dict(n_atoms=4, max_dca_iter=2, inner_iter=30, verbose=0, random_state=0)
 FAST_SGD = dict(n_atoms=4, max_iter=100, step_sizes=(0.1,), verbose=0, random_state=0)
@@ -239,6 +239,21 @@ def test_unusable_device_is_refused_before_training(cls, device, match):
     X, y = blobs()
     with pytest.raises(ValueError, match=match):
         cls(device=device, verbose=0).fit(X, y)
+
+
+@pytest.mark.parametrize("cuda, mps, expected", [(True, True, "cuda"), (False, True, "mps"),
+                                                 (False, False, "cpu")])
+def test_auto_device_is_the_gpu_torch_sees_else_the_cpu(cuda, mps, expected, monkeypatch):
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: cuda)
+    monkeypatch.setattr(torch.backends.mps, "is_available", lambda: mps)
+    assert available_accelerator() == expected
+
+
+def test_auto_device_trains_on_this_machine():
+    X, y = blobs()
+    clf = fit_quietly(LASTClassifier(**FAST_LAST, device="auto"), X, y)
+    assert clf.score(X, y) > 0.9 and clf.__sklearn_tags__().non_deterministic
+    assert usable_device("auto") == torch.device(available_accelerator())
 
 
 def gpu_out_of_memory(*args, **kwargs):

@@ -183,12 +183,24 @@ def flushes_denormals() -> bool:
 DEVICE_TYPES = ("cpu", "cuda", "mps", "xpu")
 
 
+def available_accelerator() -> str:
+    """What ``device="auto"`` trains on: "cuda" when torch sees a CUDA (or ROCm) GPU, "mps" on an
+    Apple GPU, else "cpu"."""
+    if torch.cuda.is_available():
+        return "cuda"
+    mps = getattr(torch.backends, "mps", None)
+    return "mps" if mps is not None and mps.is_available() else "cpu"
+
+
 def usable_device(name: str | torch.device) -> torch.device:
     """``name`` as a torch device, or a ``ValueError`` saying why it cannot be used on this machine.
 
-    Checked before training starts by computing on the device: a CPU-only torch build asked for
-    "cuda" would otherwise fail with an ``AssertionError`` from inside torch.
+    "auto" is :func:`available_accelerator`. Checked before training starts by computing on the
+    device: a CPU-only torch build asked for "cuda" would otherwise fail with an ``AssertionError``
+    from inside torch.
     """
+    if isinstance(name, str) and name == "auto":
+        name = available_accelerator()
     try:
         device = torch.device(name)
     except (RuntimeError, TypeError):

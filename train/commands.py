@@ -69,7 +69,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                    help="minibatch rows, or full (LAST only: every row in each step, as --inner-solver "
                         "lbfgs needs); default: LAST full batch below 5000 rows, else 200; sgd/adam 10")
     p.add_argument("--device", default="cpu",
-                   help="torch device to train on, e.g. cuda or cuda:1 (default cpu)")
+                   help="torch device to train on, e.g. cuda or cuda:1, or auto: a GPU when torch "
+                        "sees one, else the CPU (default cpu)")
     p.add_argument("--threads", type=int, default=1, metavar="N",
                    help="torch threads while training (default 1; raise it on an idle many-core machine)")
     p.add_argument("--seed", type=int, default=0, help="seeds the split and the training (default 0)")

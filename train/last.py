@@ -105,7 +105,8 @@ class LASTClassifier(SoftThresholdBase):
     n_iter_no_change : int, default=3
         DCA iterations without a better validation score before ``early_stopping`` stops.
     device : str, default="cpu"
-        Torch device, e.g. "cuda".
+        Torch device, e.g. "cuda", or "auto": a GPU when torch sees one (CUDA, then Apple's MPS),
+        else the CPU. A GPU fit is not bit-identical to a CPU fit (another order of float sums).
     n_jobs : int or None, default=1
         Torch threads during fit. One thread is fastest for small problems and on busy or 2-core
         machines (measured: 2 threads on a busy 2-core machine ran a texture step 70x slower);
