@@ -78,21 +78,21 @@ def warm_up(device: str, data: tuple[np.ndarray, ...], args: argparse.Namespace,
 
 
 def run(args: argparse.Namespace) -> list[dict[str, Any]]:
-    for device in args.devices:
-        usable_device(device)  # a clear error before any fit, e.g. cuda on a CPU-only torch
+    # a clear error before any fit (e.g. cuda on a CPU-only torch); "auto" becomes what it picks
+    devices = [str(usable_device(device)) for device in args.devices]
     data = digits_task(args.dataset, args.data)
     if args.quick:
         data = (data[0][:QUICK_ROWS], data[1][:QUICK_ROWS], data[2][:QUICK_ROWS], data[3][:QUICK_ROWS])
     data = (data[0].reshape(len(data[0]), -1), data[1], data[2].reshape(len(data[2]), -1), data[3])
     side = int(round(np.sqrt(data[0].shape[1])))
     n_classes = len(np.unique(data[1]))
-    for device in args.devices:
+    for device in devices:
         warm_up(device, data, args, side)
     rows = []
     for method in args.methods:
         for total in args.total_atoms:
             first = None
-            for device in args.devices:
+            for device in devices:
                 fits = [timed_fit(build(method, total, n_classes, device, args, side), data)
                         for _ in range(args.repeats)]
                 row = {"method": method, "total_atoms": total, "device": device_name(device, args.threads),
@@ -122,7 +122,8 @@ def plural(count: int, noun: str) -> str:
 def main(argv: list[str] | None = None) -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--devices", type=lambda text: text.split(","), default=["cpu", "cuda"],
-                   help="comma separated torch devices; the first is the speed-up's reference (default cpu,cuda)")
+                   help="comma separated torch devices (or auto); the first is the speed-up's reference "
+                        "(default cpu,cuda)")
     p.add_argument("--threads", type=int, default=-1,
                    help="torch threads for the CPU fits (default -1: all cores)")
     p.add_argument("--dataset", default="mnist", choices=["mnist", "usps"])
