@@ -22,6 +22,7 @@ from sklearn.model_selection import train_test_split
 
 from paper_data import DEFAULT_DATA, texture_task
 from lastedge.train import LASTClassifier
+from lastedge.train.curves import head_histories
 from lastedge.train.solvers import LBFGSSolver
 
 
@@ -47,7 +48,7 @@ def timed_fit(X: np.ndarray, y: np.ndarray, settings: dict, max_dca_iter: int, n
         warnings.simplefilter("ignore")  # max_dca_iter stops every fit early on purpose
         clf.fit(X, y)
     seconds = time.perf_counter() - start
-    heads = clf.history_ if isinstance(clf.history_[0], list) else [clf.history_]
+    heads = head_histories(clf.history_)
     return seconds, sum(head[-1]["objective"] for head in heads)
 
 

@@ -30,6 +30,7 @@ from sklearn.model_selection import train_test_split
 
 import figures
 import harness
+from lastedge.train.curves import head_histories
 from paper_data import DEFAULT_DATA, TEXTURE_SOURCES, TEXTURE_TASKS, deer_horse_task, digits_task, texture_task
 from paper_results import PAPER_SPARSITY_PCT, paper_error
 
@@ -248,7 +249,7 @@ def _training_record(model, curve: LearningCurve | None) -> dict[str, Any]:
     record: dict[str, Any] = {}
     history = getattr(model, "history_", None)
     if history:
-        heads = history if isinstance(history[0], list) else [history]
+        heads = head_histories(history)
         # One-vs-all heads share the clock; the figure wants the summed objective per iteration.
         n = min(len(h) for h in heads)
         record["history"] = [{"time": heads[0][i]["time"],

@@ -29,6 +29,7 @@ import torch
 import harness
 from lastedge.train import LASTClassifier
 from lastedge.train.base import thread_count, usable_device
+from lastedge.train.curves import training_curve
 from paper_data import DEFAULT_DATA, digits_task
 
 QUICK = {"total_atoms": [20], "max_dca_iter": 2, "inner_iter": 10, "batch_size": 100}
@@ -50,10 +51,9 @@ def build(method: str, total_atoms: int, n_classes: int, device: str, args: argp
                           image_shape=(image_side, image_side), random_state=0, verbose=0)
 
 
-def seconds_per_iteration(history: list) -> float:
-    """Median gap between consecutive DCA iterations' time stamps (all heads share them)."""
-    records = history[0] if isinstance(history[0], list) else history
-    stamps = [0.0] + [record["time"] for record in records]
+def seconds_per_iteration(clf: LASTClassifier) -> float:
+    """Median gap between consecutive DCA iterations' time stamps."""
+    stamps = [0.0] + [row["time_s"] for row in training_curve(clf)]
     return float(np.median(np.diff(stamps)))
 
 
@@ -64,7 +64,7 @@ def timed_fit(clf: LASTClassifier, data: tuple[np.ndarray, ...]) -> dict[str, An
         start = time.perf_counter()
         clf.fit(X_train, y_train)
         fit_s = time.perf_counter() - start
-    return {"fit_s": fit_s, "s_per_iteration": seconds_per_iteration(clf.history_), "n_iter": clf.n_iter_,
+    return {"fit_s": fit_s, "s_per_iteration": seconds_per_iteration(clf), "n_iter": clf.n_iter_,
             "error_pct": 100.0 * float(np.mean(clf.predict(X_test) != y_test))}
 
 

@@ -17,6 +17,7 @@ from sklearn.exceptions import ConvergenceWarning
 
 from lastedge.runtime import Model
 from lastedge.train import LASTClassifier, SGDSoftThresholdClassifier
+from lastedge.train.curves import head_histories
 from test_cli import run
 
 pytestmark = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
@@ -53,14 +54,9 @@ def test_cuda_fit_matches_the_cpu_fit(digits_data, multiclass, schedule):
     assert_same_classifier(cpu, gpu, d.X_test, d.y_test)
     # The first DCA iteration starts from the same point with the same minibatches: its objective
     # differs by rounding only.
-    first_cpu, first_gpu = (np.array([head[0]["objective"] for head in heads(fit.history_)])
+    first_cpu, first_gpu = (np.array([head[0]["objective"] for head in head_histories(fit.history_)])
                             for fit in (cpu, gpu))
     np.testing.assert_allclose(first_gpu, first_cpu, rtol=0.05)
-
-
-def heads(history: list) -> list[list[dict]]:
-    """Per-head history lists (one head's is a plain list of records)."""
-    return history if isinstance(history[0], list) else [history]
 
 
 def test_cuda_binary_fit_with_early_stopping_and_shifted_copies(digits_data):

@@ -17,6 +17,12 @@ from .last import LASTClassifier
 from .sgd import SGDSoftThresholdClassifier
 
 
+def head_histories(history: list) -> list[list[dict[str, Any]]]:
+    """A LAST ``history_`` as one list of per-iteration records per head (binary and shared models
+    record a single head as a plain list)."""
+    return history if isinstance(history[0], list) else [history]
+
+
 def training_curve(estimator: LASTClassifier | SGDSoftThresholdClassifier) -> list[dict[str, Any]]:
     """Rows ``{"iteration", "time_s", "objective"[, "validation_accuracy"]}`` of a fitted estimator.
 
@@ -29,7 +35,7 @@ def training_curve(estimator: LASTClassifier | SGDSoftThresholdClassifier) -> li
     if not isinstance(estimator, LASTClassifier):
         return [{"iteration": r["iteration"], "time_s": r["time"], "objective": r["objective"]}
                 for r in history]
-    heads = history if isinstance(history[0], list) else [history]
+    heads = head_histories(history)
     validation = estimator.validation_scores_ or []
     rows = []
     for k in range(max(len(head) for head in heads)):
