@@ -65,10 +65,10 @@ def check_input(X: Any, n_features: int) -> np.ndarray:
 def _finite_in_float32(X: np.ndarray) -> bool:
     """Whether every value is finite once cast to float32, the precision every backend runs in:
     two reductions, no copy of a large batch (NaN fails both comparisons)."""
-    return X.size == 0 or (-_FLOAT32_MAX <= float(X.min()) and float(X.max()) <= _FLOAT32_MAX)
+    return X.size == 0 or (-FLOAT32_MAX <= float(X.min()) and float(X.max()) <= FLOAT32_MAX)
 
 
-_FLOAT32_MAX = float(np.finfo(np.float32).max)
+FLOAT32_MAX = float(np.finfo(np.float32).max)  # the largest finite value every backend computes in
 
 
 def in_row_blocks(score: Callable[[np.ndarray], np.ndarray], X: np.ndarray, width: int) -> np.ndarray:

@@ -6,7 +6,7 @@ import torch
 
 from lastedge.train import objective
 from lastedge.train.dca import DCASettings, run_dca
-from lastedge.train.solvers import InnerSolver, make_inner_solver
+from lastedge.train.solvers import InnerSolver, make_inner_solver, minibatch_indices
 from lastedge.train.subproblem import Data, SubProblem, full_objective, h_gradient, objective_and_h_gradient
 
 BETA, NU = 100.0, 1.0
@@ -236,6 +236,17 @@ def test_minibatch_adam_carries_its_moments_and_step_across_dca_iterations():
     _, _, step = solver.solve(problem, U1[heads], v1[heads], seed=1, heads=heads)
     assert torch.equal(step, first_step[heads]) and memory.t == 40
     assert torch.equal(memory.moments[0][1], moment_before)  # the resting head's state is untouched
+
+
+@pytest.mark.parametrize("block", [2**20, 64])
+def test_minibatch_indices_drawn_in_blocks_are_the_per_step_draws(monkeypatch, block):
+    """Indices are copied to the device in blocks (one copy per block, not per step), yet they are
+    the values one ``torch.randint`` per step gives: the block size cannot change a fit."""
+    monkeypatch.setattr("lastedge.train.solvers._INDEX_BLOCK", block)  # 64: 4 steps a block
+    drawn = list(minibatch_indices(100, 16, 7, torch.Generator().manual_seed(3), "cpu"))
+    generator = torch.Generator().manual_seed(3)
+    per_step = [torch.randint(100, (16,), generator=generator) for _ in range(7)]
+    assert len(drawn) == 7 and all(torch.equal(a, b) for a, b in zip(drawn, per_step))
 
 
 def test_minibatch_dca_retries_a_solve_that_kept_its_warm_start():

@@ -10,10 +10,8 @@ from typing import Any
 
 import numpy as np
 
+from lastedge.runtime.model import FLOAT32_MAX  # training computes in float32 too
 from lastedge.runtime.preprocess import KINDS
-
-# Training computes in float32: a step beyond its range overflows inside torch.
-FLOAT32_MAX = float(np.finfo(np.float32).max)
 
 
 def check_number(estimator: Any, name: str, *, integer: bool = False, low: float | None = None,

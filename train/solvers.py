@@ -29,6 +29,7 @@ what DCA's descent property needs.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 import torch
@@ -40,6 +41,7 @@ Tensor = torch.Tensor
 DEFAULT_STEPS = {"subgradient": (0.1, 0.01, 0.001), "adam": (0.03, 0.01, 0.003)}
 SOLVERS = ("auto", "lbfgs", *DEFAULT_STEPS)
 _EVAL_ROWS = 4096  # rows of the fixed evaluation sample in minibatch mode
+_INDEX_BLOCK = 2**20  # minibatch row indices drawn and copied to the device at once (8 MiB)
 _ADAM_BETAS = (0.9, 0.999)
 
 
@@ -229,11 +231,11 @@ class InnerSolver:
         """
         m = problem.data.n_samples
         device = run.U.device
-        generator = torch.Generator().manual_seed(seed)
         full_batch = self.batch_size is None or self.batch_size >= m
+        batches = None if full_batch else minibatch_indices(
+            m, self.batch_size, stop - start + 1, torch.Generator().manual_seed(seed), device)
         for t in range(start, stop + 1):
-            index = None if full_batch else torch.randint(
-                m, (self.batch_size,), generator=generator).to(device)
+            index = None if full_batch else next(batches)
             if full_batch:
                 value, dU, dv = problem.value_and_grad(run.U, run.v)
                 run.remember(value, run.U, run.v)
@@ -272,6 +274,20 @@ class InnerSolver:
             denom = torch.sqrt(second, out=grad).add_(1e-12 * (1 - b2 ** t) ** 0.5)
             directions.append(denom.reciprocal_().mul_(first).mul_((1 - b2 ** t) ** 0.5 / (1 - b1 ** t)))
         return directions[0], directions[1]
+
+
+def minibatch_indices(m: int, batch_size: int, count: int, generator: torch.Generator,
+                      device: torch.device) -> Iterator[Tensor]:
+    """``count`` minibatches of ``batch_size`` row indices in ``[0, m)``, drawn with replacement.
+
+    Drawn on the CPU (reproducible across devices) and copied to ``device`` in blocks: a copy to a
+    GPU waits for the work queued before it, so one copy per step would stall every step. The
+    values are those of one ``torch.randint`` per step from the same generator.
+    """
+    per_block = max(1, _INDEX_BLOCK // batch_size)
+    for first in range(0, count, per_block):
+        shape = (min(per_block, count - first), batch_size)
+        yield from torch.randint(m, shape, generator=generator).to(device)
 
 
 class LBFGSSolver:
