@@ -6,7 +6,7 @@ It patches ``lastedge.train.problem`` and ``lastedge.train.objective`` at import
 measured and why it is not yet an option. One fit per call, one JSON line on stdout:
 
     python docs/reproduce/prototypes/shared_signed_hybrid.py ATOMS [--against 0.5] [--lam 1]
-        [--seed 0] [--data ../shared/data/mnist.npz] [--threads 1]
+        [--seed 0] [--data ../shared/data/mnist.npz] [--threads 1] [--device cpu]
 
 The model. Each class c has atoms voting for it (``P_c``, a sum of their features) and, a share
 ``--against`` of them, atoms voting against it (``N_c``); its score is ``s_c = P_c - N_c``: the
@@ -114,6 +114,7 @@ def main() -> None:
     p.add_argument("--lam", type=float, default=1.0, help="weight of the one-vs-all hinges")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--threads", type=int, default=1)
+    p.add_argument("--device", default="cpu", help="torch device, e.g. cuda")
     p.add_argument("--data", type=Path, default=REPO.parent / "shared" / "data" / "mnist.npz")
     args = p.parse_args()
     problem.shared_layout, problem.initial_atoms = signed_layout(args.against), initial_atoms
@@ -121,7 +122,8 @@ def main() -> None:
     data = np.load(args.data)
     X, y = data["X_train"].reshape(len(data["y_train"]), -1), data["y_train"]
     X_test, y_test = data["X_test"].reshape(len(data["y_test"]), -1), data["y_test"]
-    model = LASTClassifier(args.atoms, random_state=args.seed, n_jobs=args.threads, **SETTINGS)
+    model = LASTClassifier(args.atoms, random_state=args.seed, n_jobs=args.threads, device=args.device,
+                           **SETTINGS)
     start = time.time()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
