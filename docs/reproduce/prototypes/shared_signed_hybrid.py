@@ -1,8 +1,9 @@
 """Prototype (issue 6), not product code: a shared dictionary with atoms voting for AND against
 their class, trained on the multi-class hinge plus one-vs-all's binary hinges.
 
-It patches ``lastedge.train.problem`` and ``lastedge.train.objective`` at import, so that
-``LASTClassifier(multiclass="shared")`` trains this model; docs/results.md records what it
+Before fitting it patches ``lastedge.train.problem`` and ``lastedge.train.objective`` so that
+``LASTClassifier(multiclass="shared")`` trains this model (minibatches and the tight majoriser
+only: the full-batch "dc" surrogate is not patched); docs/results.md records what it
 measured and why it is not yet an option. One fit per call, one JSON line on stdout:
 
     python docs/reproduce/prototypes/shared_signed_hybrid.py ATOMS [--against 0.5] [--lam 1]
@@ -19,8 +20,10 @@ Both terms are differences of convex functions. For the first, add ``sum_c N_c``
 is put in every group but c and the trainer's multi-class machinery applies as it is. The second
 is majorised tightly as the trainer majorises the first: the convex score that enters with a minus
 sign (``P_c`` when ``t_c = +1``, ``N_c`` when ``t_c = -1``) is replaced by its linearisation at
-the DCA anchor. With ``--lam 0`` and ``--against 0`` it is the issue's shared model; with a large
-``lam`` it approaches one-vs-all's loss on one dictionary.
+the DCA anchor. With ``--lam 0`` and ``--against 0`` it is the issue's shared model (up to the
+order in which atoms' start samples are drawn); with a large ``lam`` it approaches one-vs-all's
+loss on one dictionary. The fitted estimator scores ``T_c``: ``s_c`` plus one constant per
+sample, so the same predictions.
 """
 
 from __future__ import annotations
