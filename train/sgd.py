@@ -18,6 +18,7 @@ from . import objective
 from .base import SoftThresholdBase
 from .params import check_number
 from .progress import progress_bar
+from .solvers import minibatch_indices
 from .subproblem import Data, full_objective
 
 DEFAULT_STEPS = {"sgd": (0.1, 0.01, 0.001, 0.0001), "adam": (0.01, 0.001, 0.0001)}
@@ -129,12 +130,12 @@ class SGDSoftThresholdClassifier(SoftThresholdBase):
                                           {"params": [v]}], lr=step, eps=ADAM_EPS)
         else:
             optimizer = torch.optim.SGD([{"params": [U], "lr": step / r**2}, {"params": [v]}], lr=step)
-        generator = torch.Generator().manual_seed(seed)
         m = Z.shape[0]
+        batches = minibatch_indices(m, min(int(self.batch_size), m), n_iter,
+                                    torch.Generator().manual_seed(seed), Z.device)
         checkpoint = max(1, n_iter // _CHECKPOINTS)
         history, start = [], time.perf_counter()
-        for t in range(1, n_iter + 1):
-            rows = torch.randint(m, (min(int(self.batch_size), m),), generator=generator).to(Z.device)
+        for t, rows in enumerate(batches, start=1):
             loss = objective.hinge_losses(Z[rows], targets[:, rows], U, v, groups, self.beta).mean(1)
             loss = (loss + objective.regulariser(U, v, self.nu, self.mu) / m).sum()
             optimizer.zero_grad(set_to_none=True)
