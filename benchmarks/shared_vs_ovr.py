@@ -4,12 +4,14 @@
                                        [--train-rows N] [--max-dca-iter K] [--inner-solver S]
                                        [--batch-size B] [--n-jobs J] [--device D] [--tol TOL] [--mu MU]
                                        [--methods shared,ovr] [--hinge max|sum] [--shift-augment K]
+                                       [--atoms-against A] [--ovr-hinge-weight L]
                                        [--quick] [--json PATH] [--plot PATH] [--data ../shared/data]
     python benchmarks/shared_vs_ovr.py --merge A.json B.json ... [--plot PATH]
 
 For each data set and each total atom count T: ``multiclass="shared"`` (one dictionary of T atoms,
-each voting for one class, trained with the multi-class hinge ``--hinge``) and ``multiclass="ovr"``
-(T / 10 atoms per class, 10 heads, T in all).
+each voting for one class, trained with the multi-class hinge ``--hinge``; ``--atoms-against`` and
+``--ovr-hinge-weight`` give it atoms voting against their class and one-vs-all's hinges) and
+``multiclass="ovr"`` (T / 10 atoms per class, 10 heads, T in all).
 Inputs centred and scaled to unit l2 norm per image (the paper's digits setting). Each model is
 fitted once (timed), scored on the full test set, exported with ``to_model`` and saved to a
 temporary ``.npz``, whose latency the runtime's numpy backend measures (``lastedge.runtime.bench``,
@@ -71,7 +73,8 @@ def stratified_rows(X: np.ndarray, y: np.ndarray, n: int | None, seed: int) -> t
 def build(multiclass: str, total_atoms: int, n_classes: int, args: argparse.Namespace,
           mu: float, image_side: int) -> LASTClassifier:
     per_head = total_atoms if multiclass == "shared" else total_atoms // n_classes
-    return LASTClassifier(per_head, multiclass=multiclass, hinge=args.hinge, preprocess=PREPROCESS,
+    return LASTClassifier(per_head, multiclass=multiclass, hinge=args.hinge, atoms_against=args.atoms_against,
+                          ovr_hinge_weight=args.ovr_hinge_weight, preprocess=PREPROCESS,
                           shift_augment=args.shift_augment, image_shape=(image_side, image_side),
                           inner_solver=args.inner_solver, max_dca_iter=args.max_dca_iter,
                           inner_iter=args.inner_iter, batch_size=args.batch_size, n_jobs=args.n_jobs,
@@ -109,11 +112,16 @@ def image_side(X: np.ndarray) -> int:
     return int(round(np.sqrt(X.shape[1])))
 
 
-def label(multiclass: str, hinge: str, shift_augment: int = 0) -> str:
-    """Table and plot name of a method; the shared model names its hinge when it is not the
+def label(multiclass: str, hinge: str, shift_augment: int = 0, atoms_against: float = 0.0,
+          ovr_hinge_weight: float = 0.0) -> str:
+    """Table and plot name of a method; the shared model names its loss where it is not the
     default, and models trained on shifted copies say so."""
-    default = LASTClassifier().hinge
-    return (MULTICLASS[multiclass] + (f" ({hinge} hinge)" if multiclass == "shared" and hinge != default else "")
+    loss = []
+    if multiclass == "shared":
+        loss = [f"{hinge} hinge"] * (hinge != LASTClassifier().hinge)
+        loss += [f"{atoms_against:g} against"] * bool(atoms_against)
+        loss += [f"ovr hinges x{ovr_hinge_weight:g}"] * bool(ovr_hinge_weight)
+    return (MULTICLASS[multiclass] + (f" ({', '.join(loss)})" if loss else "")
             + (f", shifts <= {shift_augment} px" if shift_augment else ""))
 
 
@@ -123,9 +131,12 @@ def run_one(multiclass: str, total_atoms: int, data: tuple[np.ndarray, ...], tas
     n_classes = len(np.unique(y_train))
     clf = build(multiclass, total_atoms, n_classes, args, mu, image_side(X_train))
     row: dict[str, Any] = {"task": task, "method": multiclass,
-                           "label": label(multiclass, args.hinge, args.shift_augment),
+                           "label": label(multiclass, args.hinge, args.shift_augment, args.atoms_against,
+                                          args.ovr_hinge_weight),
                            "total_atoms": total_atoms, "atoms_per_head": clf.n_atoms, "mu": mu,
                            "hinge": args.hinge if multiclass == "shared" else None,
+                           "atoms_against": args.atoms_against if multiclass == "shared" else None,
+                           "ovr_hinge_weight": args.ovr_hinge_weight if multiclass == "shared" else None,
                            "shift_augment": args.shift_augment,
                            "n_train": len(y_train), "n_test": len(y_test)}
     with warnings.catch_warnings(record=True) as caught:
@@ -248,6 +259,10 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--hinge", default=LASTClassifier().hinge, choices=HINGES,
                    help="multi-class hinge of the shared model: max (Crammer-Singer, default) or sum "
                         "(Weston-Watkins); one-vs-all heads are binary, where both are the paper's")
+    p.add_argument("--atoms-against", type=float, default=0.0, metavar="A",
+                   help="shared model: share of each class's atoms voting against it (default 0)")
+    p.add_argument("--ovr-hinge-weight", type=float, default=0.0, metavar="L",
+                   help="shared model: weight of one-vs-all's binary hinges added to its loss (default 0)")
     p.add_argument("--shift-augment", type=int, default=0, metavar="K",
                    help="train also on copies of every training image moved 1..K pixels up, down, left "
                         "and right (default 0: none)")

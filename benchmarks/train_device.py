@@ -1,7 +1,7 @@
 """LAST's training time on the CPU against a torch GPU, the same fits side by side.
 
     python benchmarks/train_device.py [--devices cpu,cuda] [--threads N] [--dataset mnist]
-                                      [--total-atoms 400,1600] [--methods shared,ovr]
+                                      [--total-atoms 400,1600] [--methods shared,signed,ovr]
                                       [--max-dca-iter 4] [--inner-iter 300] [--batch-size 1000]
                                       [--shift-augment K] [--repeats 1] [--quick] [--json PATH]
                                       [--data ../shared/data]
@@ -10,7 +10,10 @@ Each (method, total atoms) is fitted on every device with the same seed and budg
 digits setting: center-l2 rows, Adam on minibatches, ``mu`` = 0). Reported per fit: seconds per
 DCA iteration (the median gap between the iterations' time stamps, so start-up and the final
 model copy are left out), the whole fit's seconds, and the test error. A GPU fit is not
-bit-identical to a CPU fit (another summation order), so its error may differ by noise. One small
+bit-identical to a CPU fit (another summation order), so its error may differ by noise. Methods:
+one shared dictionary, the same with half of each class's atoms voting against it and one-vs-all's
+hinges added ("signed"), and one-vs-all; on one device the table compares their time per DCA
+iteration at the same total atoms. One small
 fit per device runs first and is not timed (CUDA's context and kernels load there). Prints one
 Markdown table with each device's speed-up over the first device.
 """
@@ -42,10 +45,17 @@ COLUMNS: list[harness.Column] = [
 ]
 
 
+# The estimator options of each method.
+METHODS = {"shared": {"multiclass": "shared"},
+           "signed": {"multiclass": "shared", "atoms_against": 0.5, "ovr_hinge_weight": 1.0},
+           "ovr": {"multiclass": "ovr"}}
+
+
 def build(method: str, total_atoms: int, n_classes: int, device: str, args: argparse.Namespace,
           image_side: int) -> LASTClassifier:
-    per_head = total_atoms if method == "shared" else max(1, total_atoms // n_classes)
-    return LASTClassifier(per_head, multiclass=method, preprocess="center-l2", device=device,
+    options = METHODS[method]
+    per_head = total_atoms if options["multiclass"] == "shared" else max(1, total_atoms // n_classes)
+    return LASTClassifier(per_head, **options, preprocess="center-l2", device=device,
                           n_jobs=args.threads, max_dca_iter=args.max_dca_iter, inner_iter=args.inner_iter,
                           batch_size=args.batch_size, tol=0.0, shift_augment=args.shift_augment,
                           image_shape=(image_side, image_side), random_state=0, verbose=0)
@@ -119,6 +129,13 @@ def plural(count: int, noun: str) -> str:
     return f"{count} {noun}{'s' * (count != 1)}"
 
 
+def _method_list(text: str) -> list[str]:
+    names = text.split(",")
+    if not all(name in METHODS for name in names):
+        raise argparse.ArgumentTypeError(f"choose methods from {','.join(METHODS)}, got {text!r}")
+    return names
+
+
 def main(argv: list[str] | None = None) -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--devices", type=lambda text: text.split(","), default=["cpu", "cuda"],
@@ -129,7 +146,8 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--dataset", default="mnist", choices=["mnist", "usps"])
     p.add_argument("--data", type=Path, default=DEFAULT_DATA, help="folder holding mnist.npz and usps.npz")
     p.add_argument("--total-atoms", type=harness._int_list, default=[400, 1600])
-    p.add_argument("--methods", type=lambda text: text.split(","), default=["shared", "ovr"])
+    p.add_argument("--methods", type=_method_list, default=["shared", "ovr"],
+                   help=f"comma separated subset of {','.join(METHODS)} (default shared,ovr)")
     p.add_argument("--max-dca-iter", type=int, default=4)
     p.add_argument("--inner-iter", type=int, default=300)
     p.add_argument("--batch-size", type=int, default=1000)

@@ -130,6 +130,16 @@ def test_train_one_shared_dictionary_with_weight_decay(capsys, tmp_path):
     assert (params["multiclass"], params["hinge"], params["mu"]) == ("shared", "sum", 0.5)
 
 
+def test_train_shared_atoms_against_their_class_with_one_vs_all_hinges(capsys, tmp_path):
+    code, _, err = run(capsys, "train", "--data", "digits", *TINY, "--atoms", "20", "--multiclass", "shared",
+                       "--atoms-against", "0.5", "--ovr-hinge-weight", "1", "--quiet", "--out", tmp_path / "s.npz")
+    assert code == 0, err
+    model = Model.load(tmp_path / "s.npz")
+    assert np.all(np.count_nonzero(model.weights, axis=1) == 1)
+    assert np.all((model.weights < 0).sum(axis=0) == 1) and np.all((model.weights > 0).sum(axis=0) == 1)
+    assert (model.meta["params"]["atoms_against"], model.meta["params"]["ovr_hinge_weight"]) == (0.5, 1.0)
+
+
 def test_train_on_shifted_copies_of_npz_images(capsys, tmp_path, digits_data):
     np.savez(tmp_path / "d.npz", X_train=digits_data.X_train, y_train=digits_data.y_train)
     code, _, err = run(capsys, "train", "--data", tmp_path / "d.npz", *TINY, "--atoms", "12",
@@ -303,6 +313,8 @@ def mark_encrypted(path: Path) -> Path:
       "--out", "{d}/m.npz"], "--mu, --early-stopping apply to --method last only"),
     (["train", "--data", "digits", *TINY, "--hinge", "sum", "--out", "{d}/m.npz"],
      "--hinge applies to --multiclass shared only"),
+    (["train", "--data", "digits", *TINY, "--ovr-hinge-weight", "1", "--out", "{d}/m.npz"],
+     "--ovr-hinge-weight applies to --multiclass shared only"),
     (["train", "--data", "{d}/lonely.npz", *TINY, "--mu", "0,1", "--out", "{d}/m.npz"],
      "choosing mu needs a 10% hold-out with every class, and a class has only 1 training row"),
     (["train", "--data", "{d}/lonely.npz", *TINY, "--shift-augment", "1", "--out", "{d}/m.npz"],
@@ -341,7 +353,8 @@ def mark_encrypted(path: Path) -> Path:
      "an image of shape 5x5 has 25 values; the model has 64 features"),
     (["inspect", "{model}", "--atoms", "{d}/a.png", "--image-shape", "8by8"], "image shape must be HxW"),
 ], ids=["missing-data", "zero-atoms", "out-not-npz", "out-folder", "out-is-a-folder", "out-folder-not-writable", "unknown-data-format",
-        "option-of-other-method", "options-of-other-method", "hinge-without-shared", "mu-grid-class-too-small",
+        "option-of-other-method", "options-of-other-method", "hinge-without-shared", "ovr-hinge-without-shared",
+        "mu-grid-class-too-small",
         "shift-without-images", "image-shape-of-images", "train-image-shape-wrong-size", "shift-with-sgd", "bad-device",
         "zero-threads", "plot-format", "plot-folder", "corrupt-model", "encrypted-model", "encrypted-data", "encrypted-calibration", "wrong-width", "no-labels-not-csv", "predictions-not-csv",
         "confusion-without-labels",

@@ -41,10 +41,12 @@ def test_quick_runs_merge_into_one_table_and_plot(shared_vs_ovr, tmp_path, capsy
     common = ["--quick", "--datasets", "usps", "--data", str(tmp_path), "--total-atoms", "100"]
     assert shared_vs_ovr.main([*common, "--json", str(tmp_path / "both.json")]) == 0
     assert shared_vs_ovr.main([*common, "--methods", "shared", "--hinge", "sum", "--shift-augment", "1",
+                               "--atoms-against", "0.5", "--ovr-hinge-weight", "1",
                                "--json", str(tmp_path / "sum.json")]) == 0
     rows = json.loads((tmp_path / "sum.json").read_text())["results"]
-    assert [(r["method"], r["hinge"], r["shift_augment"], r["label"]) for r in rows] == [
-        ("shared", "sum", 1, "shared dictionary (sum hinge), shifts <= 1 px")]
+    label = "shared dictionary (sum hinge, 0.5 against, ovr hinges x1), shifts <= 1 px"
+    assert [(r["method"], r["hinge"], r["atoms_against"], r["shift_augment"], r["label"]) for r in rows] == [
+        ("shared", "sum", 0.5, 1, label)]
     assert rows[0]["macs_per_sample"] == 256 * 100 + 100 * 10 and 0 <= rows[0]["error_pct"] <= 100
     capsys.readouterr()
 
@@ -52,7 +54,7 @@ def test_quick_runs_merge_into_one_table_and_plot(shared_vs_ovr, tmp_path, capsy
     assert shared_vs_ovr.main(["--merge", *parts, "--plot", str(tmp_path / "merged.png")]) == 0
     table = [line for line in capsys.readouterr().out.splitlines() if line.startswith("| usps")]
     assert [line.split(" | ")[1] for line in table] == [
-        "shared dictionary", "shared dictionary (sum hinge), shifts <= 1 px", "one-vs-all"]
+        "shared dictionary", label, "one-vs-all"]
     assert (tmp_path / "merged.png").read_bytes().startswith(b"\x89PNG")
 
     record = json.loads((tmp_path / "sum.json").read_text())
@@ -72,13 +74,16 @@ def test_train_device_quick_run_times_every_device(tmp_path, capsys):
     finally:
         sys.path.remove(str(BENCHMARKS))
     train_device.main(["--quick", "--dataset", "usps", "--data", str(tmp_path), "--devices", "cpu,cpu",
-                       "--threads", "1", "--methods", "shared", "--json", str(tmp_path / "t.json")])
+                       "--threads", "1", "--methods", "shared,signed", "--json", str(tmp_path / "t.json")])
     rows = json.loads((tmp_path / "t.json").read_text())["results"]
     assert [(r["method"], r["total_atoms"], r["device"], r["n_iter"]) for r in rows] == [
-        ("shared", 20, "cpu (1 thread)", 2)] * 2
+        ("shared", 20, "cpu (1 thread)", 2)] * 2 + [("signed", 20, "cpu (1 thread)", 2)] * 2
     assert rows[0]["speed_up"] == 1.0 and all(r["s_per_iteration"] > 0 for r in rows)
     assert "| shared | 20 | cpu (1 thread) |" in capsys.readouterr().out
     with pytest.raises(SystemExit) as stopped:
         train_device.main(["--quick", "--data", str(tmp_path), "--dataset", "usps", "--devices", "gpu"])
     assert stopped.value.code == 2
     assert "device must name a torch device" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        train_device.main(["--quick", "--data", str(tmp_path), "--dataset", "usps", "--methods", "shared,mixed"])
+    assert "choose methods from shared,signed,ovr" in capsys.readouterr().err

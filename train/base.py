@@ -17,6 +17,7 @@ from lastedge.runtime import Model, Preprocess
 from lastedge.runtime.model import in_row_blocks
 
 from . import problem
+from .objective import atom_votes
 from .params import check_n_atoms_and_preprocess, check_n_jobs, check_number, check_step_sizes
 
 
@@ -137,13 +138,15 @@ class SoftThresholdBase(ModelBackedClassifier, TransformerMixin, ClassifierMixin
         """Keep the learned ``D = U / v`` and output weights; build the Model.
 
         Two groups (a binary head): ``w = s * v``, the score is positive-group minus negative-group.
-        More groups (one shared dictionary): atom j adds ``v_j`` to its class's score only.
+        More groups (one shared dictionary): atom j adds ``v_j`` to the score of the class it votes
+        for, or ``-v_j`` to the class it votes against (the class scores ``s`` of
+        :func:`objective.atom_votes`: the group scores trained on, less one constant per sample).
         """
         n_heads, n_features, n_atoms = U.shape
         D = U / v[:, None, :]
         self.dictionary_ = np.concatenate(list(D), axis=1).astype(np.float32)
         if groups.shape[-1] > 2:
-            self.coef_ = (groups[0] * v[0][:, None]).astype(np.float32)
+            self.coef_ = (atom_votes(groups[0]) * v[0][:, None]).astype(np.float32)
         else:
             signed_v = (groups[..., 1] - groups[..., 0]) * v  # [H, N]
             self.coef_ = np.zeros((n_heads * n_atoms, n_heads), dtype=np.float32)

@@ -58,6 +58,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--hinge", choices=("max", "sum"), default=None,
                    help="LAST only, --multiclass shared: multi-class hinge, max = best rival "
                         "(default), sum = every rival")
+    p.add_argument("--atoms-against", type=float, default=None, metavar="A",
+                   help="LAST only, --multiclass shared: share of each class's atoms voting against it "
+                        "(default 0)")
+    p.add_argument("--ovr-hinge-weight", type=float, default=None, metavar="L",
+                   help="LAST only, --multiclass shared: weight of one-vs-all's hinges added to the "
+                        "multi-class hinge (default 0)")
     p.add_argument("--max-iter", type=int, default=None, metavar="N",
                    help="sgd/adam only: iterations of the final run (default: the paper's 250000)")
     p.add_argument("--early-stopping", action="store_true",
@@ -158,13 +164,16 @@ def make_estimator(args: argparse.Namespace) -> Any:
     common.update({k: v for k, v in (("nu", args.nu), ("batch_size", args.batch_size)) if v is not None})
     last_only = {"inner_solver": args.inner_solver, "max_dca_iter": args.max_dca_iter,
                  "inner_iter": args.inner_iter, "mu": None if args.mu is None else args.mu[0], "multiclass": args.multiclass,
-                 "hinge": args.hinge, "early_stopping": args.early_stopping or None,
+                 "hinge": args.hinge, "atoms_against": args.atoms_against,
+                 "ovr_hinge_weight": args.ovr_hinge_weight, "early_stopping": args.early_stopping or None,
                  "shift_augment": args.shift_augment}
     if args.method == "last":
         if args.max_iter is not None:
             raise ValueError("--max-iter applies to --method sgd/adam; LAST uses --max-dca-iter")
-        if args.hinge is not None and args.multiclass != "shared":
-            raise ValueError("--hinge applies to --multiclass shared only")
+        shared_only = [name for name in ("hinge", "atoms_against", "ovr_hinge_weight")
+                       if getattr(args, name) is not None]
+        if shared_only and args.multiclass != "shared":
+            raise ValueError(f"--{shared_only[0].replace('_', '-')} applies to --multiclass shared only")
         given = {k: v for k, v in last_only.items() if v is not None}
         return LASTClassifier(**common, **given)
     given = [f"--{k.replace('_', '-')}" for k, v in last_only.items() if v is not None]

@@ -73,7 +73,7 @@ def _estimated_objective(X: Tensor, targets: Tensor, data: Data, U: Tensor, v: T
     """Objective of (P) per head, its data term estimated from the rows ``X`` of ``data`` (float64)."""
     m = data.n_samples
     total = objective.regulariser(U.double(), v.double(), settings.nu, settings.mu)
-    hinge = objective.hinge_losses(X, targets, U, v, data.groups, settings.beta, data.hinge).double().sum(dim=1)
+    hinge = objective.hinge_losses(X, targets, U, v, data.groups, settings.beta, *data.loss).double().sum(dim=1)
     return total + hinge * (m / X.shape[0])
 
 

@@ -23,6 +23,16 @@ each a convex function of ``(U, v)`` minus a convex one, which gives, with ``k =
 and (P) = g - h. With two groups both hinges are exactly the paper's binary problem: ``S_1 - S_0``
 is the score ``sum_j s_j q(u_j^T x - v_j)`` and the hinge is ``L(y * score)``.
 
+A shared dictionary may also hold atoms that vote AGAINST a class c (negative output weight). Such
+an atom sits in every group but c (its row of ``groups`` is ``1 - e_c``): the group scores stay
+convex and differ from the class scores ``s = Q @ atom_votes(groups)`` (for-atoms minus
+against-atoms) by one constant per sample, so the multi-class hinge is unchanged. With
+``ovr_weight`` = lam > 0 the loss adds one-vs-all's binary hinges on the class scores,
+``lam * sum_c max(0, 1 - t_c s_c)`` (``t_c = +1`` for the sample's class, else -1). Each is
+``max(a, 1 + b) - a`` with ``a`` the atoms voting for ``t_c`` (for-y or against-c atoms, all in
+the target group), so ``h`` becomes ``(k + lam) sum_i S_{i,t_i}`` and ``g`` gains
+``lam * (S_t + sum_c max(0, 1 - t_c s_c))``.
+
 All functions take plain tensors so that solvers can call them on a minibatch or on all data.
 Values are sums over samples, as in the paper (the solvers rescale to means).
 """
@@ -65,9 +75,26 @@ def _rival_terms(S: Tensor, target_score: Tensor, targets: Tensor, hinge: str) -
     return torch.relu(best), A.mul_((best > 0).to(S.dtype)[..., None])
 
 
-def _h_weight(groups: Tensor, hinge: str) -> int:
-    """``k``: how many times ``h`` counts each sample's target score (1 for "max", G - 1 for "sum")."""
-    return groups.shape[-1] - 1 if hinge == "sum" else 1
+def _h_weight(groups: Tensor, hinge: str, ovr_weight: float) -> float:
+    """How many times ``h`` counts each sample's target score: ``k + lam`` with ``k`` 1 for "max",
+    G - 1 for "sum"."""
+    return (groups.shape[-1] - 1 if hinge == "sum" else 1) + ovr_weight
+
+
+def atom_votes(groups):
+    """Class votes of each atom, [..., N, G]: the one-hot row of an atom voting for a class, ``-e_c``
+    for an atom voting against class c (its group row ``1 - e_c``: in more than one group).
+    Takes torch tensors or numpy arrays."""
+    return groups - 1.0 * (groups.sum(-1) > 1)[..., None]
+
+
+def _ovr_hinges(s: Tensor, targets: Tensor) -> tuple[Tensor, Tensor]:
+    """One-vs-all hinges ``sum_c max(0, 1 - t_c s_c)`` [H, m] of the class scores ``s`` [H, m, G]
+    and their derivative by ``s`` (``-t_c`` where active)."""
+    t = 2.0 * F.one_hot(targets, s.shape[-1]).to(s.dtype) - 1.0
+    margins = 1.0 - t * s
+    active = (margins > 0).to(s.dtype)
+    return (margins * active).sum(dim=-1), -t * active
 
 
 def group_scores(X: Tensor, U: Tensor, v: Tensor, groups: Tensor, beta: float) -> Tensor:
@@ -80,19 +107,29 @@ def _target_scores(S: Tensor, targets: Tensor) -> Tensor:
 
 
 def hinge_losses(X: Tensor, targets: Tensor, U: Tensor, v: Tensor, groups: Tensor,
-                 beta: float, hinge: str = "max") -> Tensor:
-    """Per-sample hinge loss of the smoothed scores, [H, m]."""
-    S = group_scores(X, U, v, groups, beta)
-    return _rival_terms(S, _target_scores(S, targets), targets, hinge)[0]
+                 beta: float, hinge: str = "max", ovr_weight: float = 0.0) -> Tensor:
+    """Per-sample loss of the smoothed scores, [H, m]: the multi-class hinge (+ the binary ones)."""
+    return _losses(smooth_relu(pre_activations(X, U, v), beta), targets, groups, hinge, ovr_weight)[0]
+
+
+def _losses(Q: Tensor, targets: Tensor, groups: Tensor, hinge: str, ovr_weight: float
+            ) -> tuple[Tensor, Tensor]:
+    """Per-sample losses [H, m] of the smoothed features ``Q`` and the target scores ``S_t``."""
+    S = Q @ groups
+    target_score = _target_scores(S, targets)
+    losses = _rival_terms(S, target_score, targets, hinge)[0]
+    if ovr_weight:
+        losses = losses + ovr_weight * _ovr_hinges(Q @ atom_votes(groups), targets)[0]
+    return losses, target_score
 
 
 def g_terms(X: Tensor, targets: Tensor, U: Tensor, v: Tensor, groups: Tensor,
-            beta: float, hinge: str = "max") -> Tensor:
-    """Per-sample terms ``k S_t + hinge`` of ``g`` (for "max": ``max(S_t, 1 + max_{c != t} S_c)``), [H, m]."""
-    S = group_scores(X, U, v, groups, beta)
-    target_score = _target_scores(S, targets)
-    losses = _rival_terms(S, target_score, targets, hinge)[0]
-    return _h_weight(groups, hinge) * target_score + losses
+            beta: float, hinge: str = "max", ovr_weight: float = 0.0) -> Tensor:
+    """Per-sample terms ``(k + lam) S_t + loss`` of ``g`` (for "max", lam = 0:
+    ``max(S_t, 1 + max_{c != t} S_c)``), [H, m]."""
+    losses, target_score = _losses(smooth_relu(pre_activations(X, U, v), beta), targets, groups, hinge,
+                                   ovr_weight)
+    return _h_weight(groups, hinge, ovr_weight) * target_score + losses
 
 
 def regulariser(U: Tensor, v: Tensor, nu: float, mu: float = 0.0) -> Tensor:
@@ -101,97 +138,117 @@ def regulariser(U: Tensor, v: Tensor, nu: float, mu: float = 0.0) -> Tensor:
 
 
 def objective(X: Tensor, targets: Tensor, U: Tensor, v: Tensor, groups: Tensor,
-              beta: float, nu: float, mu: float = 0.0, hinge: str = "max") -> Tensor:
+              beta: float, nu: float, mu: float = 0.0, hinge: str = "max", ovr_weight: float = 0.0) -> Tensor:
     """The objective of (P) for each head, [H]: hinge losses summed over samples + regulariser."""
-    return hinge_losses(X, targets, U, v, groups, beta, hinge).sum(dim=1) + regulariser(U, v, nu, mu)
+    return (hinge_losses(X, targets, U, v, groups, beta, hinge, ovr_weight).sum(dim=1)
+            + regulariser(U, v, nu, mu))
 
 
 def g_value(X: Tensor, targets: Tensor, U: Tensor, v: Tensor, groups: Tensor,
-            beta: float, nu: float, mu: float = 0.0, hinge: str = "max") -> Tensor:
+            beta: float, nu: float, mu: float = 0.0, hinge: str = "max", ovr_weight: float = 0.0) -> Tensor:
     """The convex part ``g`` for each head, [H]."""
-    return g_terms(X, targets, U, v, groups, beta, hinge).sum(dim=1) + regulariser(U, v, nu, mu)
+    return g_terms(X, targets, U, v, groups, beta, hinge, ovr_weight).sum(dim=1) + regulariser(U, v, nu, mu)
 
 
 def h_value(X: Tensor, targets: Tensor, U: Tensor, v: Tensor, groups: Tensor, beta: float,
-            hinge: str = "max") -> Tensor:
+            hinge: str = "max", ovr_weight: float = 0.0) -> Tensor:
     """The concave-part generator ``h`` for each head, [H]."""
     S = group_scores(X, U, v, groups, beta)
-    return _h_weight(groups, hinge) * _target_scores(S, targets).sum(dim=1)
+    return _h_weight(groups, hinge, ovr_weight) * _target_scores(S, targets).sum(dim=1)
 
 
 def h_gradient(X: Tensor, targets: Tensor, U: Tensor, v: Tensor, groups: Tensor,
-               beta: float, hinge: str = "max") -> tuple[Tensor, Tensor]:
+               beta: float, hinge: str = "max", ovr_weight: float = 0.0) -> tuple[Tensor, Tensor]:
     """``(dh/dU, dh/dv)`` summed over the samples of ``X``: [H, n, N] and [H, N].
 
-    ``dh/dQ_ij`` is ``k`` where atom j scores for sample i's target group, so the gradient is the
-    sigmoid of the pre-activation masked to those atoms, pulled back through ``X U - v``.
+    ``dh/dQ_ij`` is ``k + lam`` where atom j scores for sample i's target group, so the gradient is
+    the sigmoid of the pre-activation masked to those atoms, pulled back through ``X U - v``.
     """
-    R = _h_pre_activation_gradient(pre_activations(X, U, v), beta, groups, targets, hinge)
+    R = _h_pre_activation_gradient(pre_activations(X, U, v), beta, groups, targets,
+                                   _h_weight(groups, hinge, ovr_weight))
     return X.T @ R, -R.sum(dim=1)
 
 
-def _h_pre_activation_gradient(Z: Tensor, beta: float, groups: Tensor, targets: Tensor, hinge: str) -> Tensor:
-    """``dh / dZ`` [H, m, N]: ``k`` times the sigmoid on the atoms of each sample's target group."""
-    return torch.sigmoid(beta * Z).mul_(_group_mask(groups, targets)).mul_(_h_weight(groups, hinge))
+def _h_pre_activation_gradient(Z: Tensor, beta: float, groups: Tensor, targets: Tensor, weight: float) -> Tensor:
+    """``dh / dZ`` [H, m, N]: ``weight`` times the sigmoid on the atoms of each sample's target group."""
+    return torch.sigmoid(beta * Z).mul_(_group_mask(groups, targets)).mul_(weight)
 
 
 def hinge_losses_and_h_gradient(X: Tensor, targets: Tensor, U: Tensor, v: Tensor, groups: Tensor,
-                                beta: float, hinge: str = "max") -> tuple[Tensor, Tensor, Tensor]:
+                                beta: float, hinge: str = "max", ovr_weight: float = 0.0
+                                ) -> tuple[Tensor, Tensor, Tensor]:
     """``hinge_losses`` and ``h_gradient`` from one pass: ``(losses [H, m], dh/dU, dh/dv)``.
 
     DCA needs both at every new iterate (the objective to record, the gradient to linearise at);
     sharing the matrix product ``X U - v`` saves a third of that pass.
     """
     Z = pre_activations(X, U, v)
-    S = smooth_relu(Z, beta) @ groups
-    losses = _rival_terms(S, _target_scores(S, targets), targets, hinge)[0]
-    R = _h_pre_activation_gradient(Z, beta, groups, targets, hinge)
+    losses = _losses(smooth_relu(Z, beta), targets, groups, hinge, ovr_weight)[0]
+    R = _h_pre_activation_gradient(Z, beta, groups, targets, _h_weight(groups, hinge, ovr_weight))
     return losses, X.T @ R, -R.sum(dim=1)
 
 
 def g_data_weights(X: Tensor, targets: Tensor, U: Tensor, v: Tensor, groups: Tensor,
-                   beta: float, hinge: str = "max") -> tuple[Tensor, Tensor]:
+                   beta: float, hinge: str = "max", ovr_weight: float = 0.0) -> tuple[Tensor, Tensor]:
     """Per-sample terms of ``g`` (without the ``nu`` term) and ``R = d terms / d(X U - v)``.
 
     Returns ``(terms [H, m], R [H, m, N])``; the gradient of the terms' sum is ``(X^T R, -sum_i R)``.
     Where a margin term is exactly 0 the target group's gradient is taken (a valid subgradient).
     """
     Z = pre_activations(X, U, v)
-    S = smooth_relu(Z, beta) @ groups
+    Q = smooth_relu(Z, beta)
+    S = Q @ groups
     target_score = _target_scores(S, targets)
     losses, A = _rival_terms(S, target_score, targets, hinge)
-    k = _h_weight(groups, hinge)
+    k = _h_weight(groups, hinge, ovr_weight)
     # d terms / dS: A on the rivals, k - (active rivals) on the target group.
     dS = A.scatter_add_(-1, targets[..., None], (k - A.sum(dim=-1))[..., None])
-    return k * target_score + losses, _pull_back(Z, beta, dS, groups)
+    terms, dQ = k * target_score + losses, dS @ groups.transpose(1, 2)
+    if ovr_weight:
+        terms, dQ = _add_ovr_hinges(terms, dQ, Q, targets, groups, ovr_weight)
+    return terms, torch.sigmoid(beta * Z).mul_(dQ)
+
+
+def _add_ovr_hinges(terms: Tensor, dQ: Tensor, Q: Tensor, targets: Tensor, groups: Tensor,
+                    ovr_weight: float) -> tuple[Tensor, Tensor]:
+    """``terms + lam * ovr hinges`` of the features ``Q``, and ``dQ`` plus their derivative by ``Q``."""
+    votes = atom_votes(groups)
+    ovr, ds = _ovr_hinges(Q @ votes, targets)
+    return terms + ovr_weight * ovr, dQ.add_(ds @ votes.transpose(1, 2), alpha=ovr_weight)
 
 
 def tight_data_weights(X: Tensor, targets: Tensor, U: Tensor, v: Tensor, groups: Tensor, beta: float,
-                       U_k: Tensor, v_k: Tensor, hinge: str = "max") -> tuple[Tensor, Tensor]:
+                       U_k: Tensor, v_k: Tensor, hinge: str = "max", ovr_weight: float = 0.0
+                       ) -> tuple[Tensor, Tensor]:
     """Per-sample terms of the tight majoriser at ``(U_k, v_k)`` and ``R = d terms / d(X U - v)``.
 
-    The hinge only falls as ``S_t`` grows, and ``S_t`` lies above its linearisation ``lin_k S_t``
-    at the anchor (it is convex), so the hinge with ``lin_k S_t`` in place of ``S_t`` (e.g.
+    No loss term rises as the features of the target group's atoms grow (they vote for the
+    sample's class, or against a rival), and each feature lies above its linearisation at the anchor
+    (it is convex). So the loss with those features linearised (e.g.
     ``max(0, 1 + max_{c != t} S_c - lin_k S_t)`` for "max") majorises it, equals it at the anchor
     and is convex. It is never above the DC split's term ``g_i - lin_k h_i``, which also charges a
     correctly classified sample for every change of its target-group features (the Bregman gap
-    ``k (S_t - lin_k S_t)``). Returns ``(terms [H, m], R [H, m, N])``.
+    ``(k + lam) (S_t - lin_k S_t)``). An atom in the target group and in a rival's (one voting
+    against a third class) cancels from their margin; it is linearised in both, so the majoriser
+    charges no gap for it. Returns ``(terms [H, m], R [H, m, N])``.
     """
     Z = pre_activations(X, U, v)
     Z_k = pre_activations(X, U_k, v_k)
     target_mask = _group_mask(groups, targets)
     slope_k = torch.sigmoid(beta * Z_k).mul_(target_mask)
-    target_k = (smooth_relu(Z_k, beta) * target_mask).sum(dim=-1)
-    linearised_target = target_k + (slope_k * (Z - Z_k)).sum(dim=-1)
-    S = smooth_relu(Z, beta) @ groups
-    terms, A = _rival_terms(S, linearised_target, targets, hinge)
-    R = _pull_back(Z, beta, A, groups).sub_(slope_k.mul_(A.sum(dim=-1, keepdim=True)))
-    return terms, R
-
-
-def _pull_back(Z: Tensor, beta: float, dS: Tensor, groups: Tensor) -> Tensor:
-    """``d / dZ`` of a function of the group scores whose gradient by ``S`` is ``dS`` [H, m, G]."""
-    return torch.sigmoid(beta * Z).mul_(dS @ groups.transpose(1, 2))
+    Q_k = smooth_relu(Z_k, beta)
+    target_k = (Q_k * target_mask).sum(dim=-1)
+    step = slope_k * (Z - Z_k)
+    linearised_target = target_k + step.sum(dim=-1)
+    on_target = target_mask > 0
+    slope = torch.sigmoid(beta * Z)
+    Q = torch.where(on_target, Q_k + step, smooth_relu(Z, beta))  # target group's atoms linearised
+    terms, A = _rival_terms(Q @ groups, linearised_target, targets, hinge)
+    dS = A.scatter_add_(-1, targets[..., None], -A.sum(dim=-1, keepdim=True))
+    dQ = dS @ groups.transpose(1, 2)
+    if ovr_weight:
+        terms, dQ = _add_ovr_hinges(terms, dQ, Q, targets, groups, ovr_weight)
+    return terms, torch.where(on_target, slope_k, slope).mul_(dQ)
 
 
 def _group_mask(groups: Tensor, chosen: Tensor) -> Tensor:

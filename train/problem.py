@@ -36,12 +36,14 @@ def binary_heads(y_index: np.ndarray, n_classes: int) -> np.ndarray:
     return (y_index[None, :] == np.arange(n_classes)[:, None]).astype(np.int64)
 
 
-def shared_layout(y_index: np.ndarray, n_classes: int, n_atoms: int, atoms_per_class: str
-                  ) -> tuple[np.ndarray, np.ndarray]:
+def shared_layout(y_index: np.ndarray, n_classes: int, n_atoms: int, atoms_per_class: str,
+                  atoms_against: float = 0.0) -> tuple[np.ndarray, np.ndarray]:
     """One head, one group per class: ``targets`` [1, m] (the class), ``groups`` [1, N, C].
 
     Atoms go to classes in proportion to class frequency ("proportional", largest remainders) or
-    equally ("equal"); every class gets at least one.
+    equally ("equal"); every class gets at least one. Of class c's ``n_c`` atoms,
+    ``round(atoms_against * n_c)`` (at most ``n_c - 1``) vote against c instead of for it: their
+    group row is ``1 - e_c`` (see :func:`objective.atom_votes`).
     """
     if n_atoms < n_classes:
         raise ValueError(f"multiclass='shared' needs n_atoms >= the number of classes ({n_classes}), "
@@ -58,8 +60,11 @@ def shared_layout(y_index: np.ndarray, n_classes: int, n_atoms: int, atoms_per_c
     while counts.sum() > n_atoms:
         counts[np.argmax(np.where(counts > 1, counts - share, -np.inf))] -= 1
     atom_class = np.repeat(np.arange(n_classes), counts)
-    groups = np.eye(n_classes, dtype=np.float32)[atom_class][None]
-    return y_index[None, :].astype(np.int64), groups
+    groups = np.eye(n_classes, dtype=np.float32)[atom_class]
+    for c, count in enumerate(counts):
+        against = np.flatnonzero(atom_class == c)[:min(int(round(atoms_against * count)), count - 1)]
+        groups[against] = 1.0 - groups[against]
+    return y_index[None, :].astype(np.int64), groups[None]
 
 
 def sign_groups(signs: np.ndarray) -> np.ndarray:
@@ -72,7 +77,8 @@ def initial_atoms(Z: np.ndarray, targets: np.ndarray, groups: np.ndarray, rng: n
     """Start point ``(U0 [H, n, N], v0 [H, N])``: atoms are training samples, thresholds 1.
 
     As in the paper, each atom is a random training sample; it is drawn from the samples whose
-    target is the atom's group, so positive atoms start on positive samples. ``v0 = 1``.
+    target is the atom's group, so positive atoms start on positive samples (an atom voting against
+    class c: on a sample of another class). ``v0 = 1``.
 
     With ``active_fraction`` set, each atom is scaled so that it starts above the threshold on that
     fraction of the training samples. Without it, unit-norm data give ``u^T x <= ||u|| ||x|| = 1``:
@@ -83,15 +89,21 @@ def initial_atoms(Z: np.ndarray, targets: np.ndarray, groups: np.ndarray, rng: n
     U0 = np.empty((n_heads, Z.shape[1], n_atoms), dtype=np.float32)
     probe = Z[rng.choice(len(Z), size=min(len(Z), 2000), replace=False)]
     for h in range(n_heads):
-        atom_group = groups[h].argmax(axis=1)
-        for g in np.unique(atom_group):
-            atoms = np.flatnonzero(atom_group == g)
-            pool = np.flatnonzero(targets[h] == g)
+        kind = _atom_kinds(groups[h])
+        for g in np.unique(kind):
+            atoms = np.flatnonzero(kind == g)
+            pool = np.flatnonzero(groups[h][atoms[0]][targets[h]] > 0)
             pool = pool if len(pool) else np.arange(len(Z))
             U0[h][:, atoms] = Z[rng.choice(pool, size=len(atoms), replace=len(pool) < len(atoms))].T
         if active_fraction is not None:
             U0[h] *= _activation_scale(probe @ U0[h], active_fraction)
     return U0, np.ones((n_heads, n_atoms), dtype=np.float32)
+
+
+def _atom_kinds(groups: np.ndarray) -> np.ndarray:
+    """Per atom of one head: the group c it votes for, or ``G + c`` when it votes against c."""
+    against = groups.sum(axis=1) > 1
+    return np.where(against, groups.shape[1] + groups.argmin(axis=1), groups.argmax(axis=1))
 
 
 def _activation_scale(responses: np.ndarray, active_fraction: float) -> np.ndarray:

@@ -26,17 +26,24 @@ _CHUNK_ELEMENTS = 2**25
 
 @dataclass
 class Data:
-    """Training rows on the solver's device: inputs [m, n], target groups [H, m], atom groups, and
-    the multi-class hinge (:data:`objective.HINGES`; both are the paper's with two groups)."""
+    """Training rows on the solver's device: inputs [m, n], target groups [H, m], atom groups, the
+    multi-class hinge (:data:`objective.HINGES`; both are the paper's with two groups) and the
+    weight of one-vs-all's binary hinges added to it (a shared dictionary's option, 0 = none)."""
 
     X: Tensor
     targets: Tensor
     groups: Tensor
     hinge: str = "max"
+    ovr_weight: float = 0.0
 
     def heads(self, index: Tensor) -> Data:
         """The same rows for the heads ``index`` only."""
-        return Data(self.X, self.targets[index], self.groups[index], self.hinge)
+        return Data(self.X, self.targets[index], self.groups[index], self.hinge, self.ovr_weight)
+
+    @property
+    def loss(self) -> tuple[str, float]:
+        """The loss arguments of the :mod:`objective` functions: ``(hinge, ovr_weight)``."""
+        return self.hinge, self.ovr_weight
 
     @property
     def n_samples(self) -> int:
@@ -59,7 +66,7 @@ def full_objective(data: Data, U: Tensor, v: Tensor, beta: float, nu: float, mu:
     """The objective of (P) per head on all rows, accumulated in float64, [H]."""
     total = objective.regulariser(U.double(), v.double(), nu, mu)
     for X, targets in data.chunks(U.shape[0], U.shape[2]):
-        hinge = objective.hinge_losses(X, targets, U, v, data.groups, beta, data.hinge)
+        hinge = objective.hinge_losses(X, targets, U, v, data.groups, beta, *data.loss)
         total = total + hinge.double().sum(dim=1)
     return total
 
@@ -69,7 +76,7 @@ def h_gradient(data: Data, U: Tensor, v: Tensor, beta: float) -> tuple[Tensor, T
     A = torch.zeros_like(U)
     b = torch.zeros_like(v)
     for X, targets in data.chunks(U.shape[0], U.shape[2]):
-        dA, db = objective.h_gradient(X, targets, U, v, data.groups, beta, data.hinge)
+        dA, db = objective.h_gradient(X, targets, U, v, data.groups, beta, *data.loss)
         A += dA
         b += db
     return A, b
@@ -82,7 +89,7 @@ def objective_and_h_gradient(data: Data, U: Tensor, v: Tensor, beta: float, nu: 
     A, b = torch.zeros_like(U), torch.zeros_like(v)
     for X, targets in data.chunks(U.shape[0], U.shape[2]):
         hinge, dA, db = objective.hinge_losses_and_h_gradient(X, targets, U, v, data.groups, beta,
-                                                                  data.hinge)
+                                                                  *data.loss)
         total = total + hinge.double().sum(dim=1)
         A += dA
         b += db
@@ -118,13 +125,13 @@ class SubProblem:
     def _data_weights(self, X: Tensor, targets: Tensor, U: Tensor, v: Tensor) -> tuple[Tensor, Tensor]:
         """Per-sample data terms [H, rows] and their derivative ``R`` by ``X U - v``."""
         if self.surrogate == "dc":
-            return objective.g_data_weights(X, targets, U, v, self.data.groups, self.beta, self.data.hinge)
+            return objective.g_data_weights(X, targets, U, v, self.data.groups, self.beta, *self.data.loss)
         return objective.tight_data_weights(X, targets, U, v, self.data.groups, self.beta,
-                                            self.U_k, self.v_k, self.data.hinge)
+                                            self.U_k, self.v_k, *self.data.loss)
 
     def _data_terms(self, X: Tensor, targets: Tensor, U: Tensor, v: Tensor) -> Tensor:
         if self.surrogate == "dc":
-            return objective.g_terms(X, targets, U, v, self.data.groups, self.beta, self.data.hinge)
+            return objective.g_terms(X, targets, U, v, self.data.groups, self.beta, *self.data.loss)
         return self._data_weights(X, targets, U, v)[0]
 
     def _linear_part(self, U: Tensor, v: Tensor) -> tuple[Tensor, Tensor, Tensor]:
