@@ -10,6 +10,8 @@ from __future__ import annotations
 import numpy as np
 import torch
 
+from .objective import atom_votes
+
 Tensor = torch.Tensor
 ATOMS_PER_CLASS = ("proportional", "equal")  # how a shared dictionary divides its atoms
 
@@ -102,8 +104,8 @@ def initial_atoms(Z: np.ndarray, targets: np.ndarray, groups: np.ndarray, rng: n
 
 def _atom_kinds(groups: np.ndarray) -> np.ndarray:
     """Per atom of one head: the group c it votes for, or ``G + c`` when it votes against c."""
-    against = groups.sum(axis=1) > 1
-    return np.where(against, groups.shape[1] + groups.argmin(axis=1), groups.argmax(axis=1))
+    votes = atom_votes(groups)
+    return np.where(votes.min(axis=1) < 0, groups.shape[1] + votes.argmin(axis=1), votes.argmax(axis=1))
 
 
 def _activation_scale(responses: np.ndarray, active_fraction: float) -> np.ndarray:
