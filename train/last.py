@@ -84,9 +84,9 @@ class LASTClassifier(SoftThresholdBase):
         ``lam * sum_c max(0, 1 - t_c s_c)`` (``t_c = +1`` on the sample's class, -1 elsewhere).
         Still a difference of convex functions; it needs ``atoms_against > 0`` (otherwise a rival's
         score cannot go below 0). With ``atoms_against=0.5`` and 1.0 here, on MNIST with
-        minibatches, 100-200 shared atoms beat one-vs-all in every seed (and mostly the plain shared
-        model), and 400-800 were level with one-vs-all; on scikit-learn's small digits it did not
-        help (docs/results.md).
+        minibatches, 100, 200 and 800 shared atoms beat one-vs-all with the same total atoms in
+        every seed and 400 were level (the plain shared model trails from 400 on); on
+        scikit-learn's small digits it did not help (docs/results.md).
     hinge : {"max", "sum"}, default="max"
         The multi-class hinge of "shared": "max" (Crammer-Singer) charges the best rival class,
         ``max(0, 1 + max_{c != y} S_c - S_y)``; "sum" (Weston-Watkins) charges every rival,
