@@ -187,17 +187,34 @@ def test_train_chooses_mu_on_a_hold_out(capsys, tmp_path):
     code, out, err = run(capsys, "train", "--data", "digits", *TINY, "--mu", "0,1,10", "--json",
                          "--out", tmp_path / "m.npz")
     assert code == 0, err
-    selection = json.loads(out)["mu_selection"]
-    accuracy = {float(mu): value for mu, value in selection["holdout_accuracy"].items()}
-    assert sorted(accuracy) == [0, 1, 10] and selection["holdout_fraction"] == 0.1
-    assert accuracy[selection["mu"]] == max(accuracy.values())
+    selection = json.loads(out)["selection"]
+    accuracy = {row["mu"]: row["holdout_accuracy"] for row in selection["candidates"]}
+    assert list(accuracy) == [0, 1, 10] and selection["holdout_fraction"] == 0.1
+    assert accuracy[selection["chosen"]["mu"]] == max(accuracy.values())
     meta = Model.load(tmp_path / "m.npz").meta
-    assert meta["params"]["mu"] == selection["mu"] and meta["mu_selection"]["mu"] == selection["mu"]
+    assert meta["params"]["mu"] == selection["chosen"]["mu"] and meta["selection"] == selection
 
     loud = [a for a in TINY if a != "--quiet"]  # progress on: it must go to stderr, not into the JSON
     code, out, err = run(capsys, "train", "--data", "digits", *loud, "--mu", "0,1", "--json", "--out", tmp_path / "m.npz")
-    assert code == 0 and json.loads(out)["mu_selection"]["holdout_fraction"] == 0.1
+    assert code == 0 and json.loads(out)["selection"]["holdout_fraction"] == 0.1
     assert "Fitting 1 folds for each of 2 candidates" in err
+
+
+def test_train_chooses_the_shared_models_options_with_mu_on_one_hold_out(capsys, tmp_path):
+    code, out, err = run(capsys, "train", "--data", "digits", *TINY, "--atoms", "20", "--multiclass", "shared",
+                         "--mu", "0.5", "--atoms-against", "0,0.5", "--ovr-hinge-weight", "0,1",
+                         "--out", tmp_path / "s.npz")
+    assert code == 0, err
+    meta = Model.load(tmp_path / "s.npz").meta
+    candidates = meta["selection"]["candidates"]
+    assert [(row["atoms_against"], row["ovr_hinge_weight"]) for row in candidates] == [(0, 0), (0, 1), (0.5, 0), (0.5, 1)]
+    chosen = meta["selection"]["chosen"]
+    best = max(candidates, key=lambda row: row["holdout_accuracy"])
+    assert chosen == {"atoms_against": best["atoms_against"], "ovr_hinge_weight": best["ovr_hinge_weight"]}
+    assert {name: meta["params"][name] for name in chosen} == chosen and meta["params"]["mu"] == 0.5
+    assert "hold-out choice" in out and "on 10% of the training rows; atoms_against=0 ovr_hinge_weight=0: " in out
+    code, out, _ = run(capsys, "inspect", tmp_path / "s.npz")
+    assert code == 0 and f"hold-out choice  atoms_against={chosen['atoms_against']:g} " in out
 
 
 @pytest.mark.parametrize("value", ["0,1,1", "1,x", "-1", "nan"])
@@ -315,6 +332,11 @@ def mark_encrypted(path: Path) -> Path:
      "--hinge applies to --multiclass shared only"),
     (["train", "--data", "digits", *TINY, "--ovr-hinge-weight", "1", "--out", "{d}/m.npz"],
      "--ovr-hinge-weight applies to --multiclass shared only"),
+    (["train", "--data", "digits", *TINY, "--atoms-against", "0,0.5", "--out", "{d}/m.npz"],
+     "--atoms-against applies to --multiclass shared only"),
+    (["train", "--data", "digits", *TINY, "--atoms", "20", "--multiclass", "shared", "--atoms-against", "0,1",
+      "--out", "{d}/m.npz"],
+     r"atoms_against must be a finite number in \[0, 1\), got 1.0"),
     (["train", "--data", "{d}/lonely.npz", *TINY, "--mu", "0,1", "--out", "{d}/m.npz"],
      "choosing mu needs a 10% hold-out with every class, and a class has only 1 training row"),
     (["train", "--data", "{d}/lonely.npz", *TINY, "--shift-augment", "1", "--out", "{d}/m.npz"],
@@ -354,6 +376,7 @@ def mark_encrypted(path: Path) -> Path:
     (["inspect", "{model}", "--atoms", "{d}/a.png", "--image-shape", "8by8"], "image shape must be HxW"),
 ], ids=["missing-data", "zero-atoms", "out-not-npz", "out-folder", "out-is-a-folder", "out-folder-not-writable", "unknown-data-format",
         "option-of-other-method", "options-of-other-method", "hinge-without-shared", "ovr-hinge-without-shared",
+        "atoms-against-grid-without-shared", "atoms-against-grid-out-of-range",
         "mu-grid-class-too-small",
         "shift-without-images", "image-shape-of-images", "train-image-shape-wrong-size", "shift-with-sgd", "bad-device",
         "zero-threads", "plot-format", "plot-folder", "corrupt-model", "encrypted-model", "encrypted-data", "encrypted-calibration", "wrong-width", "no-labels-not-csv", "predictions-not-csv",
@@ -441,10 +464,10 @@ def test_predict_compares_labels_by_value_whatever_their_text(capsys, tmp_path, 
 def test_inspect_shows_a_model_whose_metadata_holds_the_unexpected(capsys, tmp_path, tiny_model_file):
     model = Model.load(tiny_model_file)
     model.meta = {"params": [1, 2], "metrics": {"loss": float("nan")},
-                  "mu_selection": {"mu": 1, "holdout_accuracy": {"1": "high"}}}
+                  "selection": {"chosen": {"mu": 1}, "candidates": [{"mu": 1, "holdout_accuracy": "high"}, 7]}}
     model.save(tmp_path / "odd.npz")
     code, out, err = run(capsys, "inspect", tmp_path / "odd.npz")
-    assert code == 0 and "1: high" in out and "loss=nan" in out
+    assert code == 0 and "mu=1 (on None of the training rows; mu=1: high)" in out and "loss=nan" in out
     code, out, err = run(capsys, "inspect", tmp_path / "odd.npz", "--json")
     assert code == 0 and json.loads(out, parse_constant=pytest.fail)["meta"]["metrics"]["loss"] is None
 

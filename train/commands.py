@@ -17,7 +17,8 @@ from lastedge.runtime.commands import add_image_size_option
 
 METHODS = ("last", "sgd", "adam")
 PREPROCESS = ("none", "l2", "center-l2", "standardize")
-MU_HOLDOUT = 0.1  # share of the training rows that judges each --mu candidate
+SELECTION_HOLDOUT = 0.1  # share of the training rows that judges each candidate of a --mu/... grid
+GRID_OPTIONS = ("mu", "atoms_against", "ovr_hinge_weight")  # options that take a grid to choose from
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -48,22 +49,23 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                    help="LAST only: DCA iterations (default: LASTClassifier's, the paper's 50)")
     p.add_argument("--inner-iter", type=int, default=None, metavar="T",
                    help="LAST only: iterations per sub-problem (default: LASTClassifier's rule)")
-    p.add_argument("--mu", type=_mu_values, default=None, metavar="MU[,MU...]",
+    p.add_argument("--mu", type=_grid_values, default=None, metavar="MU[,MU...]",
                    help="LAST only: weight decay (mu/2)||U||^2 on the atoms (default 0, the paper's "
-                        "objective). Several values, e.g. 0,1,10: each is fitted on 90%% of the "
-                        "training rows, the one most accurate on the other 10%% is refitted on all")
+                        "objective). Several values, e.g. 0,1,10: each (with every combination of the "
+                        "other grids) is fitted on 90%% of the training rows, the one most accurate "
+                        "on the other 10%% is refitted on all")
     p.add_argument("--multiclass", choices=("ovr", "shared"), default=None,
                    help="LAST only, > 2 classes: ovr = one dictionary per class (default, the paper); "
                         "shared = one dictionary of --atoms atoms, each voting for one class")
     p.add_argument("--hinge", choices=("max", "sum"), default=None,
                    help="LAST only, --multiclass shared: multi-class hinge, max = best rival "
                         "(default), sum = every rival")
-    p.add_argument("--atoms-against", type=float, default=None, metavar="A",
+    p.add_argument("--atoms-against", type=_grid_values, default=None, metavar="A[,A...]",
                    help="LAST only, --multiclass shared: share of each class's atoms voting against it "
-                        "(default 0)")
-    p.add_argument("--ovr-hinge-weight", type=float, default=None, metavar="L",
+                        "(default 0; several values are chosen on the hold-out as --mu's are)")
+    p.add_argument("--ovr-hinge-weight", type=_grid_values, default=None, metavar="L[,L...]",
                    help="LAST only, --multiclass shared: weight of one-vs-all's hinges added to the "
-                        "multi-class hinge (default 0)")
+                        "multi-class hinge (default 0; several values are chosen as --mu's are)")
     p.add_argument("--max-iter", type=int, default=None, metavar="N",
                    help="sgd/adam only: iterations of the final run (default: the paper's 250000)")
     p.add_argument("--early-stopping", action="store_true",
@@ -123,10 +125,11 @@ def run_train(args: argparse.Namespace) -> int:
             raise ValueError(f"--shift-augment needs images: {data.name} has no image shape (give "
                              "--image-shape HxW for .npz or CSV rows)")
         estimator.set_params(image_shape=data.image_shape)
+    grid = {name: getattr(args, name) for name in GRID_OPTIONS if len(getattr(args, name) or ()) > 1}
     selection = None
-    if args.mu is not None and len(args.mu) > 1:
-        selection = choose_mu_on_holdout(estimator, args.mu, data.X_train, data.y_train, args.seed)
-        estimator.set_params(mu=selection["mu"])
+    if grid:
+        selection = choose_on_holdout(estimator, grid, data.X_train, data.y_train, args.seed)
+        estimator.set_params(**selection["chosen"])
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", ConvergenceWarning)
         estimator.fit(data.X_train, data.y_train)
@@ -134,9 +137,9 @@ def run_train(args: argparse.Namespace) -> int:
         print(f"lastedge train: warning: {str(warning.message).splitlines()[0]}", file=sys.stderr)
     summary = _evaluate(estimator, data)
     if selection is not None:
-        summary["mu_selection"] = selection
+        summary["selection"] = selection
     model = estimator.to_model()
-    provenance = {key: summary[key] for key in ("data", "metrics", "mu_selection") if key in summary}
+    provenance = {key: summary[key] for key in ("data", "metrics", "selection") if key in summary}
     model = dataclasses.replace(model, meta={**model.meta, **provenance})
     model.save(out)
     summary["model"] = {"path": str(out), "size_bytes": out.stat().st_size, "atoms": model.n_atoms,
@@ -163,10 +166,10 @@ def make_estimator(args: argparse.Namespace) -> Any:
               "verbose": 0 if args.quiet else 1, "device": args.device, "n_jobs": args.threads}
     common.update({k: v for k, v in (("nu", args.nu), ("batch_size", args.batch_size)) if v is not None})
     last_only = {"inner_solver": args.inner_solver, "max_dca_iter": args.max_dca_iter,
-                 "inner_iter": args.inner_iter, "mu": None if args.mu is None else args.mu[0], "multiclass": args.multiclass,
-                 "hinge": args.hinge, "atoms_against": args.atoms_against,
-                 "ovr_hinge_weight": args.ovr_hinge_weight, "early_stopping": args.early_stopping or None,
-                 "shift_augment": args.shift_augment}
+                 "inner_iter": args.inner_iter, "multiclass": args.multiclass, "hinge": args.hinge,
+                 "early_stopping": args.early_stopping or None, "shift_augment": args.shift_augment}
+    last_only.update({name: getattr(args, name)[0] for name in GRID_OPTIONS  # a grid's first value
+                      if getattr(args, name) is not None})  # until the hold-out chooses
     if args.method == "last":
         if args.max_iter is not None:
             raise ValueError("--max-iter applies to --method sgd/adam; LAST uses --max-dca-iter")
@@ -183,22 +186,28 @@ def make_estimator(args: argparse.Namespace) -> Any:
     return SGDSoftThresholdClassifier(**common, optimizer=args.method, **extra)
 
 
-def choose_mu_on_holdout(estimator: Any, grid: list[float], X: np.ndarray, y: np.ndarray,
-                        seed: int) -> dict[str, Any]:
-    """``{"mu", "holdout_fraction", "holdout_accuracy": {mu: accuracy}}``: each ``mu`` of ``grid``
-    fitted on ``1 - MU_HOLDOUT`` of the rows (stratified) and scored on the rest."""
+def choose_on_holdout(estimator: Any, grid: dict[str, list[float]], X: np.ndarray, y: np.ndarray,
+                      seed: int) -> dict[str, Any]:
+    """``{"chosen": {name: value}, "holdout_fraction", "candidates": [{name: value, ...,
+    "holdout_accuracy"}]}``: each combination of ``grid`` fitted on ``1 - SELECTION_HOLDOUT`` of the
+    rows (stratified) and scored on the rest."""
+    from sklearn.base import clone
     from sklearn.exceptions import ConvergenceWarning
+    from sklearn.model_selection import ParameterGrid
 
-    from .selection import choose_mu, holdout_split
+    from .selection import choose_params, holdout_split
 
+    for params in ParameterGrid(grid):  # a bad value is named before any fit, not after some
+        clone(estimator).set_params(**params)._check_params()
     if min(np.unique(y, return_counts=True)[1]) < 2:
-        raise ValueError(f"choosing mu needs a {MU_HOLDOUT:.0%} hold-out with every class, and a class "
-                         "has only 1 training row")
+        raise ValueError(f"choosing {', '.join(grid)} needs a {SELECTION_HOLDOUT:.0%} hold-out with every "
+                         "class, and a class has only 1 training row")
     with warnings.catch_warnings(), contextlib.redirect_stdout(sys.stderr):  # progress, not output
         warnings.simplefilter("ignore", ConvergenceWarning)  # the final fit reports its own
-        best, accuracy = choose_mu(estimator, grid, X, y, holdout_split(MU_HOLDOUT, seed),
-                                   verbose=3 if estimator.verbose else 0)
-    return {"mu": best, "holdout_fraction": MU_HOLDOUT, "holdout_accuracy": accuracy}
+        best, candidates = choose_params(estimator, grid, X, y, holdout_split(SELECTION_HOLDOUT, seed),
+                                         verbose=3 if estimator.verbose else 0)
+    return {"chosen": best, "holdout_fraction": SELECTION_HOLDOUT,
+            "candidates": [{**params, "holdout_accuracy": score} for params, score in candidates]}
 
 
 def _with_image_shape(data: Any, shape: tuple[int, ...] | None) -> Any:
@@ -237,8 +246,9 @@ def _batch_size(text: str) -> int | str:
         raise argparse.ArgumentTypeError(f"expected a number of rows or 'full', got {text!r}") from None
 
 
-def _mu_values(text: str) -> list[float]:
-    """``--mu``: one value or a comma-separated grid, each a finite number >= 0, no repeats."""
+def _grid_values(text: str) -> list[float]:
+    """``--mu`` and the other grid options: one value or a comma-separated grid, each a finite
+    number >= 0, no repeats (the estimator checks each value's own range)."""
     try:
         values = [float(part) for part in text.split(",")]
     except ValueError:
@@ -264,6 +274,8 @@ def _evaluate(estimator: Any, data: Any) -> dict[str, Any]:
 
 
 def _summary_fields(summary: dict[str, Any]) -> list[tuple[str, str]]:
+    from lastedge.inspect_cmd import selection_text
+
     data, metrics, model = summary["data"], summary["metrics"], summary["model"]
     test = metrics["test_accuracy"]
     sparsity_rows = "test" if test is not None else "train"
@@ -277,10 +289,8 @@ def _summary_fields(summary: dict[str, Any]) -> list[tuple[str, str]]:
         ("model", f"{model['path']}: {model['atoms']} atoms, {model['macs_per_sample']:,} MACs/sample, "
                   f"{model['size_bytes'] / 1024:.1f} KiB"),
     ]
-    if "mu_selection" in summary:
-        by_mu = summary["mu_selection"]["holdout_accuracy"]
-        fields.append(("mu", f"{summary['mu_selection']['mu']:g}, chosen on a hold-out ("
-                             + ", ".join(f"{mu:g}: {acc:.2%}" for mu, acc in by_mu.items()) + ")"))
+    if "selection" in summary:
+        fields.append(("hold-out choice", selection_text(summary["selection"])))
     scored = [row for row in summary["curve"] if "validation_accuracy" in row]
     if scored:
         best = max(scored, key=lambda row: row["validation_accuracy"])
