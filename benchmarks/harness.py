@@ -432,6 +432,12 @@ def parser(description: str) -> argparse.ArgumentParser:
     return p
 
 
+def atoms_per_head(multiclass: str, total_atoms: int, n_classes: int) -> int:
+    """``LASTClassifier``'s ``n_atoms`` for ``total_atoms`` in all: the shared model's one
+    dictionary holds them all, one-vs-all splits them among its heads (at least one each)."""
+    return total_atoms if multiclass == "shared" else max(1, total_atoms // n_classes)
+
+
 def n_atoms_list(args: argparse.Namespace) -> list[int]:
     return args.n_atoms or ([10] if args.quick else [10, 50, 100])
 

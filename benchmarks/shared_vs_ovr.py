@@ -72,15 +72,14 @@ def stratified_rows(X: np.ndarray, y: np.ndarray, n: int | None, seed: int) -> t
 
 def build(multiclass: str, total_atoms: int, n_classes: int, args: argparse.Namespace,
           mu: float, image_side: int) -> LASTClassifier:
-    per_head = total_atoms if multiclass == "shared" else total_atoms // n_classes
-    return LASTClassifier(per_head, multiclass=multiclass, hinge=args.hinge, atoms_against=args.atoms_against,
+    return LASTClassifier(harness.atoms_per_head(multiclass, total_atoms, n_classes), multiclass=multiclass,
+                          hinge=args.hinge, atoms_against=args.atoms_against,
                           ovr_hinge_weight=args.ovr_hinge_weight, preprocess=PREPROCESS,
                           shift_augment=args.shift_augment, image_shape=(image_side, image_side),
                           inner_solver=args.inner_solver, max_dca_iter=args.max_dca_iter,
                           inner_iter=args.inner_iter, batch_size=args.batch_size, n_jobs=args.n_jobs,
                           device=args.device, tol=args.tol, early_stopping=args.early_stopping, mu=mu,
-                          random_state=args.seed,
-                          verbose=0)
+                          random_state=args.seed, verbose=0)
 
 
 def choose_mu(multiclass: str, total_atoms: int, data: tuple[np.ndarray, ...],

@@ -54,8 +54,7 @@ METHODS = {"shared": {"multiclass": "shared"},
 def build(method: str, total_atoms: int, n_classes: int, device: str, args: argparse.Namespace,
           image_side: int) -> LASTClassifier:
     options = METHODS[method]
-    per_head = total_atoms if options["multiclass"] == "shared" else max(1, total_atoms // n_classes)
-    return LASTClassifier(per_head, **options, preprocess="center-l2", device=device,
+    return LASTClassifier(harness.atoms_per_head(options["multiclass"], total_atoms, n_classes), **options, preprocess="center-l2", device=device,
                           n_jobs=args.threads, max_dca_iter=args.max_dca_iter, inner_iter=args.inner_iter,
                           batch_size=args.batch_size, tol=0.0, shift_augment=args.shift_augment,
                           image_shape=(image_side, image_side), random_state=0, verbose=0)
