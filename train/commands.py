@@ -165,11 +165,12 @@ def make_estimator(args: argparse.Namespace) -> Any:
     common = {"n_atoms": args.atoms, "preprocess": args.preprocess, "random_state": args.seed,
               "verbose": 0 if args.quiet else 1, "device": args.device, "n_jobs": args.threads}
     common.update({k: v for k, v in (("nu", args.nu), ("batch_size", args.batch_size)) if v is not None})
+    first = {name: (getattr(args, name) or [None])[0] for name in GRID_OPTIONS}  # until the hold-out chooses
     last_only = {"inner_solver": args.inner_solver, "max_dca_iter": args.max_dca_iter,
-                 "inner_iter": args.inner_iter, "multiclass": args.multiclass, "hinge": args.hinge,
-                 "early_stopping": args.early_stopping or None, "shift_augment": args.shift_augment}
-    last_only.update({name: getattr(args, name)[0] for name in GRID_OPTIONS  # a grid's first value
-                      if getattr(args, name) is not None})  # until the hold-out chooses
+                 "inner_iter": args.inner_iter, "mu": first["mu"], "multiclass": args.multiclass,
+                 "hinge": args.hinge, "atoms_against": first["atoms_against"],
+                 "ovr_hinge_weight": first["ovr_hinge_weight"], "early_stopping": args.early_stopping or None,
+                 "shift_augment": args.shift_augment}
     if args.method == "last":
         if args.max_iter is not None:
             raise ValueError("--max-iter applies to --method sgd/adam; LAST uses --max-dca-iter")
