@@ -85,8 +85,9 @@ class LASTClassifier(SoftThresholdBase):
         Still a difference of convex functions; it needs ``atoms_against > 0`` (otherwise a rival's
         score cannot go below 0). With ``atoms_against=0.5`` and 1.0 here, on MNIST with
         minibatches, 100, 200 and 800 shared atoms beat one-vs-all with the same total atoms in
-        every seed and 400 were level (the plain shared model trails from 400 on); on
-        scikit-learn's small digits it did not help (docs/results.md).
+        every seed, 400 were level and 4000 trailed in both seeds run (the plain shared model
+        trails from 400 on); on scikit-learn's small digits it did not help (docs/results.md).
+        ``lastedge train`` can choose both on a hold-out (``selection.choose_params``).
     hinge : {"max", "sum"}, default="max"
         The multi-class hinge of "shared": "max" (Crammer-Singer) charges the best rival class,
         ``max(0, 1 + max_{c != y} S_c - S_y)``; "sum" (Weston-Watkins) charges every rival,
