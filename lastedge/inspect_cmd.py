@@ -165,16 +165,18 @@ def selection_text(selection: Any) -> str | None:
 
 def _assignments(params: dict[str, Any]) -> str:
     """``name=value`` pairs, numbers written shortest; the accuracy of a candidate left out."""
-    def shown(value: Any) -> str:
-        is_number = isinstance(value, (int, float)) and not isinstance(value, bool)
-        return f"{value:g}" if is_number else str(value)
-    return " ".join(f"{name}={shown(value)}" for name, value in params.items() if name != "holdout_accuracy")
+    return " ".join(f"{name}={value:g}" if _is_number(value) else f"{name}={value}"
+                    for name, value in params.items() if name != "holdout_accuracy")
 
 
 def _percent(value: Any, digits: int = 2) -> str:
     """A fraction as a percentage; anything else (a hand-edited file) as it is."""
-    is_number = isinstance(value, (int, float)) and not isinstance(value, bool)
-    return f"{value:.{digits}%}" if is_number else str(value)
+    return f"{value:.{digits}%}" if _is_number(value) else str(value)
+
+
+def _is_number(value: Any) -> bool:
+    """True for an int or float read from metadata JSON (not a bool, which JSON keeps apart)."""
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 
 def _json_ready(value: Any) -> Any:
