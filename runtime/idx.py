@@ -19,12 +19,21 @@ import numpy as np
 IDX_TYPES = {0x08: np.dtype("u1"), 0x09: np.dtype("i1"), 0x0B: np.dtype(">i2"),
              0x0C: np.dtype(">i4"), 0x0D: np.dtype(">f4"), 0x0E: np.dtype(">f8")}
 MAX_IDX_BYTES = 4 << 30  # EMNIST's largest file holds 0.55 GB
+DEFLATE_MAX_RATIO = 1032  # deflate never expands one stored byte to more than this many
+
+
+def _most_value_bytes(path: Path, header_bytes: int, gzipped: bool) -> int:
+    """The most bytes of values ``path`` can hold, from its size on disk: a header that declares
+    more is refused before a buffer of its size is allocated."""
+    stored = path.stat().st_size
+    return stored * DEFLATE_MAX_RATIO if gzipped else stored - header_bytes
 
 
 def read_idx(path: str | Path) -> np.ndarray:
     """The array an IDX file (``.gz`` or plain) holds, in native byte order."""
     path = Path(path)
-    opener = gzip.open if path.suffix.lower() == ".gz" else open
+    gzipped = path.suffix.lower() == ".gz"
+    opener = gzip.open if gzipped else open
     try:
         with opener(path, "rb") as f:
             head = f.read(4)
@@ -40,6 +49,10 @@ def read_idx(path: str | Path) -> np.ndarray:
                 shown = f"shape {shape}" if ndim <= 4 else f"{ndim} dimensions"
                 raise ValueError(f"{path.name} declares more values ({shown}) than the "
                                  f"{MAX_IDX_BYTES >> 30} GiB limit")
+            most = _most_value_bytes(path, 4 + 4 * ndim, gzipped)
+            if size > most:
+                raise ValueError(f"{path.name} is truncated: its header declares shape {shape} "
+                                 f"({size} bytes of values), the file can hold at most {most}")
             data = f.read(size)
             extra = len(f.read(1))
     except (OSError, EOFError, zlib.error) as err:  # gzip.BadGzipFile is an OSError

@@ -92,12 +92,21 @@ def test_idx_folder_without_test_part_and_plain_copies_preferred(tmp_path):
     (lambda p: p.write_bytes(b"PK\x03\x04 a zip, not idx"), "is not an IDX file"),
     (lambda p: p.write_bytes(b""), "is not an IDX file"),
     (lambda p: p.write_bytes(b"\x00\x00\x08\x03" + b"\xff\xff\xff\xff" * 3), "than the 4 GiB limit"),
+    (lambda p: p.write_bytes(b"\x00\x00\x08\x03" + (1000).to_bytes(4, "big") * 3 + b"\0" * 9),
+     r"1000000000 bytes of values\), the file can hold at most 9$"),
     (lambda p: p.write_bytes(b"\x00\x00\x0e\xff" + b"\xff\xff\xff\xff" * 255), r"\(255 dimensions\)"),
 ])
 def test_damaged_idx_files_are_refused(tmp_path, damage, message):
     damage(tmp_path / "train-images-idx3-ubyte")
     with pytest.raises(ValueError, match=message):
         read_idx(tmp_path / "train-images-idx3-ubyte")
+
+
+def test_gzip_declaring_more_than_deflate_can_hold_is_refused_before_reading(tmp_path):
+    path = tmp_path / "x-idx3.gz"
+    path.write_bytes(gzip.compress(b"\x00\x00\x08\x03" + (1000).to_bytes(4, "big") * 3 + b"\0" * 9))
+    with pytest.raises(ValueError, match=r"x-idx3.gz is truncated: .* the file can hold at most \d+$"):
+        read_idx(path)
 
 
 def test_damaged_gzip_is_refused(tmp_path):
