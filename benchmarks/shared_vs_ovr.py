@@ -39,6 +39,7 @@ import harness
 from lastedge.runtime import bench
 from lastedge.train import LASTClassifier
 from lastedge.train.objective import HINGES
+from lastedge.train.problem import ATOMS_PER_CLASS
 from lastedge.train import selection
 from paper_data import DEFAULT_DATA, digits_task
 
@@ -73,8 +74,8 @@ def stratified_rows(X: np.ndarray, y: np.ndarray, n: int | None, seed: int) -> t
 def build(multiclass: str, total_atoms: int, n_classes: int, args: argparse.Namespace,
           mu: float, image_side: int) -> LASTClassifier:
     return LASTClassifier(harness.atoms_per_head(multiclass, total_atoms, n_classes), multiclass=multiclass,
-                          hinge=args.hinge, atoms_against=args.atoms_against,
-                          ovr_hinge_weight=args.ovr_hinge_weight, preprocess=PREPROCESS,
+                          hinge=args.hinge, atoms_per_class=args.atoms_per_class,
+                          atoms_against=args.atoms_against, ovr_hinge_weight=args.ovr_hinge_weight, preprocess=PREPROCESS,
                           shift_augment=args.shift_augment, image_shape=(image_side, image_side),
                           inner_solver=args.inner_solver, max_dca_iter=args.max_dca_iter,
                           inner_iter=args.inner_iter, batch_size=args.batch_size, n_jobs=args.n_jobs,
@@ -112,7 +113,7 @@ def image_side(X: np.ndarray) -> int:
 
 
 def label(multiclass: str, hinge: str, shift_augment: int = 0, atoms_against: float = 0.0,
-          ovr_hinge_weight: float = 0.0) -> str:
+          ovr_hinge_weight: float = 0.0, atoms_per_class: str = "proportional") -> str:
     """Table and plot name of a method; the shared model names its loss where it is not the
     default, and models trained on shifted copies say so."""
     loss = []
@@ -120,6 +121,7 @@ def label(multiclass: str, hinge: str, shift_augment: int = 0, atoms_against: fl
         loss = [f"{hinge} hinge"] * (hinge != LASTClassifier().hinge)
         loss += [f"{atoms_against:g} against"] * bool(atoms_against)
         loss += [f"ovr hinges x{ovr_hinge_weight:g}"] * bool(ovr_hinge_weight)
+        loss += ["equal atoms per class"] * (atoms_per_class == "equal")
     return (MULTICLASS[multiclass] + (f" ({', '.join(loss)})" if loss else "")
             + (f", shifts <= {shift_augment} px" if shift_augment else ""))
 
@@ -131,9 +133,10 @@ def run_one(multiclass: str, total_atoms: int, data: tuple[np.ndarray, ...], tas
     clf = build(multiclass, total_atoms, n_classes, args, mu, image_side(X_train))
     row: dict[str, Any] = {"task": task, "method": multiclass,
                            "label": label(multiclass, args.hinge, args.shift_augment, args.atoms_against,
-                                          args.ovr_hinge_weight),
+                                          args.ovr_hinge_weight, args.atoms_per_class),
                            "total_atoms": total_atoms, "atoms_per_head": clf.n_atoms, "mu": mu,
                            "hinge": args.hinge if multiclass == "shared" else None,
+                           "atoms_per_class": args.atoms_per_class if multiclass == "shared" else None,
                            "atoms_against": args.atoms_against if multiclass == "shared" else None,
                            "ovr_hinge_weight": args.ovr_hinge_weight if multiclass == "shared" else None,
                            "shift_augment": args.shift_augment,
@@ -152,6 +155,8 @@ def run_one(multiclass: str, total_atoms: int, data: tuple[np.ndarray, ...], tas
     row["error_pct"] = 100.0 * float(np.mean(clf.predict(X_test) != y_test))
     row["zeros_pct"] = 100.0 * clf.feature_sparsity(X_test)
     row["notes"] = f"mu={mu:g}, " * bool(mu) + harness._notes(clf)
+    heads = clf.history_ if multiclass == "ovr" else [clf.history_]
+    row["dca_steps"] = [[record["step"] for record in head] for head in heads]
     model = clf.to_model()
     row["model_atoms"] = model.n_atoms
     row["macs_per_sample"] = model.macs_per_sample
@@ -258,6 +263,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--hinge", default=LASTClassifier().hinge, choices=HINGES,
                    help="multi-class hinge of the shared model: max (Crammer-Singer, default) or sum "
                         "(Weston-Watkins); one-vs-all heads are binary, where both are the paper's")
+    p.add_argument("--atoms-per-class", default=LASTClassifier().atoms_per_class,
+                   choices=ATOMS_PER_CLASS,
+                   help="shared model: atoms per class in proportion to class frequency (default) or equal")
     p.add_argument("--atoms-against", type=float, default=0.0, metavar="A",
                    help="shared model: share of each class's atoms voting against it (default 0)")
     p.add_argument("--ovr-hinge-weight", type=float, default=0.0, metavar="L",

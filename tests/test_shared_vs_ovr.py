@@ -41,12 +41,16 @@ def test_quick_runs_merge_into_one_table_and_plot(shared_vs_ovr, tmp_path, capsy
     common = ["--quick", "--datasets", "usps", "--data", str(tmp_path), "--total-atoms", "100"]
     assert shared_vs_ovr.main([*common, "--json", str(tmp_path / "both.json")]) == 0
     assert shared_vs_ovr.main([*common, "--methods", "shared", "--hinge", "sum", "--shift-augment", "1",
-                               "--atoms-against", "0.5", "--ovr-hinge-weight", "1",
+                               "--atoms-against", "0.5", "--ovr-hinge-weight", "1", "--atoms-per-class", "equal",
                                "--json", str(tmp_path / "sum.json")]) == 0
     rows = json.loads((tmp_path / "sum.json").read_text())["results"]
-    label = "shared dictionary (sum hinge, 0.5 against, ovr hinges x1), shifts <= 1 px"
-    assert [(r["method"], r["hinge"], r["atoms_against"], r["shift_augment"], r["label"]) for r in rows] == [
-        ("shared", "sum", 0.5, 1, label)]
+    label = "shared dictionary (sum hinge, 0.5 against, ovr hinges x1, equal atoms per class), shifts <= 1 px"
+    assert [(r["method"], r["hinge"], r["atoms_against"], r["atoms_per_class"], r["shift_augment"], r["label"])
+            for r in rows] == [("shared", "sum", 0.5, "equal", 1, label)]
+    # the base step of every DCA iteration, one list per head: one head here, ten for one-vs-all
+    both = {r["method"]: r["dca_steps"] for r in json.loads((tmp_path / "both.json").read_text())["results"]}
+    assert len(rows[0]["dca_steps"]) == 1 and len(both["shared"]) == 1 and len(both["ovr"]) == 10
+    assert all(len(head) >= 1 and min(head) > 0 for head in rows[0]["dca_steps"] + both["ovr"])
     assert rows[0]["macs_per_sample"] == 256 * 100 + 100 * 10 and 0 <= rows[0]["error_pct"] <= 100
     capsys.readouterr()
 
