@@ -75,7 +75,8 @@ def build(multiclass: str, total_atoms: int, n_classes: int, args: argparse.Name
           mu: float, image_side: int) -> LASTClassifier:
     return LASTClassifier(harness.atoms_per_head(multiclass, total_atoms, n_classes), multiclass=multiclass,
                           hinge=args.hinge, atoms_per_class=args.atoms_per_class,
-                          atoms_against=args.atoms_against, ovr_hinge_weight=args.ovr_hinge_weight, preprocess=PREPROCESS,
+                          atoms_against=args.atoms_against, ovr_hinge_weight=args.ovr_hinge_weight,
+                          preprocess=PREPROCESS,
                           shift_augment=args.shift_augment, image_shape=(image_side, image_side),
                           inner_solver=args.inner_solver, max_dca_iter=args.max_dca_iter,
                           inner_iter=args.inner_iter, batch_size=args.batch_size, n_jobs=args.n_jobs,
@@ -113,15 +114,17 @@ def image_side(X: np.ndarray) -> int:
 
 
 def label(multiclass: str, hinge: str, shift_augment: int = 0, atoms_against: float = 0.0,
-          ovr_hinge_weight: float = 0.0, atoms_per_class: str = "proportional") -> str:
+          ovr_hinge_weight: float = 0.0, atoms_per_class: str | None = None) -> str:
     """Table and plot name of a method; the shared model names its loss where it is not the
     default, and models trained on shifted copies say so."""
     loss = []
     if multiclass == "shared":
-        loss = [f"{hinge} hinge"] * (hinge != LASTClassifier().hinge)
+        default = LASTClassifier()
+        loss = [f"{hinge} hinge"] * (hinge != default.hinge)
         loss += [f"{atoms_against:g} against"] * bool(atoms_against)
         loss += [f"ovr hinges x{ovr_hinge_weight:g}"] * bool(ovr_hinge_weight)
-        loss += ["equal atoms per class"] * (atoms_per_class == "equal")
+        per_class = atoms_per_class or default.atoms_per_class
+        loss += [f"{per_class} atoms per class"] * (per_class != default.atoms_per_class)
     return (MULTICLASS[multiclass] + (f" ({', '.join(loss)})" if loss else "")
             + (f", shifts <= {shift_augment} px" if shift_augment else ""))
 
