@@ -134,15 +134,13 @@ def run_one(multiclass: str, total_atoms: int, data: tuple[np.ndarray, ...], tas
     X_train, y_train, X_test, y_test = data
     n_classes = len(np.unique(y_train))
     clf = build(multiclass, total_atoms, n_classes, args, mu, image_side(X_train))
+    shared_options = {name: getattr(args, name) if multiclass == "shared" else None
+                      for name in ("hinge", "atoms_per_class", "atoms_against", "ovr_hinge_weight")}
     row: dict[str, Any] = {"task": task, "method": multiclass,
                            "label": label(multiclass, args.hinge, args.shift_augment, args.atoms_against,
                                           args.ovr_hinge_weight, args.atoms_per_class),
                            "total_atoms": total_atoms, "atoms_per_head": clf.n_atoms, "mu": mu,
-                           "hinge": args.hinge if multiclass == "shared" else None,
-                           "atoms_per_class": args.atoms_per_class if multiclass == "shared" else None,
-                           "atoms_against": args.atoms_against if multiclass == "shared" else None,
-                           "ovr_hinge_weight": args.ovr_hinge_weight if multiclass == "shared" else None,
-                           "shift_augment": args.shift_augment,
+                           **shared_options, "shift_augment": args.shift_augment,
                            "n_train": len(y_train), "n_test": len(y_test)}
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")

@@ -30,10 +30,9 @@ def main(argv: list[str]) -> int:
     resume = solvers.InnerSolver._resume
 
     def resume_with_cut(self: solvers.InnerSolver, *args, **kwargs):
-        memory = self._memory
-        if memory.t // self.n_iter == cut_at and not getattr(memory, "cut", False):
-            memory.rate /= 10
-            memory.cut = True
+        # memory.t grows by n_iter per DCA iteration, so this holds in exactly one of them
+        if self._memory.t // self.n_iter == cut_at:
+            self._memory.rate /= 10
         return resume(self, *args, **kwargs)
 
     solvers.InnerSolver._resume = resume_with_cut
