@@ -48,6 +48,9 @@ DATASETS = ("mnist", "usps")
 MULTICLASS = {"shared": "shared dictionary", "ovr": "one-vs-all"}
 DEFAULT_TOTAL_ATOMS = [100, 200, 400, 800, 1600, 4000]
 QUICK = {"train_rows": 2000, "total_atoms": [100, 200], "max_dca_iter": 2, "inner_iter": 50}
+# Options of the shared model alone, with their defaults: one-vs-all runs refuse any other value.
+SHARED_ONLY_DEFAULTS = {"hinge": LASTClassifier().hinge, "atoms_per_class": LASTClassifier().atoms_per_class,
+                        "atoms_against": 0.0, "ovr_hinge_weight": 0.0}
 # Arguments that must agree, per data set, between files joined by --merge.
 BUDGET_ARGS = ("train_rows", "max_dca_iter", "inner_iter", "inner_solver", "batch_size", "tol", "seed",
                "early_stopping")
@@ -135,7 +138,7 @@ def run_one(multiclass: str, total_atoms: int, data: tuple[np.ndarray, ...], tas
     n_classes = len(np.unique(y_train))
     clf = build(multiclass, total_atoms, n_classes, args, mu, image_side(X_train))
     shared_options = {name: getattr(args, name) if multiclass == "shared" else None
-                      for name in ("hinge", "atoms_per_class", "atoms_against", "ovr_hinge_weight")}
+                      for name in SHARED_ONLY_DEFAULTS}
     row: dict[str, Any] = {"task": task, "method": multiclass,
                            "label": label(multiclass, args.hinge, args.shift_augment, args.atoms_against,
                                           args.ovr_hinge_weight, args.atoms_per_class),
@@ -261,15 +264,15 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                                              "--total-atoms, and use it at every total"),
     p.add_argument("--methods", type=_method_list, default=list(MULTICLASS),
                    help="comma separated subset of shared,ovr (default both)")
-    p.add_argument("--hinge", default=LASTClassifier().hinge, choices=HINGES,
+    p.add_argument("--hinge", default=SHARED_ONLY_DEFAULTS["hinge"], choices=HINGES,
                    help="multi-class hinge of the shared model: max (Crammer-Singer, default) or sum "
                         "(Weston-Watkins); one-vs-all heads are binary, where both are the paper's")
-    p.add_argument("--atoms-per-class", default=LASTClassifier().atoms_per_class,
+    p.add_argument("--atoms-per-class", default=SHARED_ONLY_DEFAULTS["atoms_per_class"],
                    choices=ATOMS_PER_CLASS,
                    help="shared model: atoms per class in proportion to class frequency (default) or equal")
-    p.add_argument("--atoms-against", type=float, default=0.0, metavar="A",
+    p.add_argument("--atoms-against", type=float, default=SHARED_ONLY_DEFAULTS["atoms_against"], metavar="A",
                    help="shared model: share of each class's atoms voting against it (default 0)")
-    p.add_argument("--ovr-hinge-weight", type=float, default=0.0, metavar="L",
+    p.add_argument("--ovr-hinge-weight", type=float, default=SHARED_ONLY_DEFAULTS["ovr_hinge_weight"], metavar="L",
                    help="shared model: weight of one-vs-all's binary hinges added to its loss (default 0)")
     p.add_argument("--shift-augment", type=int, default=0, metavar="K",
                    help="train also on copies of every training image moved 1..K pixels up, down, left "
@@ -298,6 +301,11 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         args.total_atoms = list(DEFAULT_TOTAL_ATOMS)
     if args.max_dca_iter is None:
         args.max_dca_iter = LASTClassifier().max_dca_iter
+    if "shared" not in args.methods:
+        given = [f"--{name.replace('_', '-')}" for name, default in SHARED_ONLY_DEFAULTS.items()
+                 if getattr(args, name) != default]
+        if given:
+            p.error(f"{', '.join(given)} shape(s) the shared model only; add shared to --methods or drop them")
     bad = [t for t in args.total_atoms if t % 10]
     if bad:
         p.error(f"total atoms must be multiples of 10 (one-vs-all splits them over 10 heads), got {bad}")

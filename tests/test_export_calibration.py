@@ -1,6 +1,5 @@
 """Calibrated int8 ranges: the scores' range holds both signs, the binary decision boundary."""
 
-import numpy as np
 import pytest
 
 from conftest_export import binary_digits_case

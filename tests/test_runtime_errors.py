@@ -106,7 +106,7 @@ def test_empty_and_foreign_files_are_refused(tmp_path):
 
 
 def test_a_renamed_file_is_refused_with_its_real_kind(paths, tmp_path):
-    for name, path in paths.items():
+    for path in paths.values():
         real = path.suffix.lstrip(".")
         for other in {"npz", "onnx", "tflite"} - {real}:
             renamed = tmp_path / f"model.{other}"

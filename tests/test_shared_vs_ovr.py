@@ -69,6 +69,17 @@ def test_quick_runs_merge_into_one_table_and_plot(shared_vs_ovr, tmp_path, capsy
     assert shared_vs_ovr.main(["--merge", str(tmp_path / "usps.npz")]) == 2
 
 
+@pytest.mark.parametrize("option", [["--atoms-against", "0.5"], ["--ovr-hinge-weight", "1"], ["--hinge", "sum"],
+                                    ["--atoms-per-class", "equal"]])
+def test_one_vs_all_alone_refuses_the_shared_models_options(shared_vs_ovr, tmp_path, capsys, option):
+    """A one-vs-all run would ignore them and still record them in its JSON, so it refuses them."""
+    _write_usps_like(tmp_path)
+    with pytest.raises(SystemExit) as stopped:
+        shared_vs_ovr.main(["--quick", "--datasets", "usps", "--data", str(tmp_path), "--methods", "ovr", *option])
+    assert stopped.value.code == 2
+    assert f"{option[0]} shape(s) the shared model only" in capsys.readouterr().err
+
+
 def test_train_device_quick_run_times_every_device(tmp_path, capsys):
     """``benchmarks/train_device.py`` on two CPU "devices" (the machine CI has): one row each."""
     _write_usps_like(tmp_path)

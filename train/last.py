@@ -297,7 +297,7 @@ class LASTClassifier(SoftThresholdBase):
         if not (self.converged_.all() or tracker.stopped):
             warnings.warn(f"DCA stopped at max_dca_iter={self.max_dca_iter} before "
                           f"{int((~self.converged_).sum())} of {len(self.converged_)} head(s) met "
-                          f"tol={self.tol}; raise max_dca_iter or tol", ConvergenceWarning)
+                          f"tol={self.tol}; raise max_dca_iter or tol", ConvergenceWarning, stacklevel=2)
         self._store_solution(U, v, groups, time.perf_counter() - start)
         return self
 
