@@ -90,10 +90,15 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _one_line(err: BaseException) -> str:
-    """The first line of ``err``; a missing third-party module names the extra to install."""
+    """The first line of ``err``; a missing third-party module names the extra to install, and an
+    error of the operating system names the path it concerns rather than its errno."""
     module = (getattr(err, "name", None) or "").split(".")[0]
     if isinstance(err, ModuleNotFoundError) and module in EXTRA_OF_MODULE:
         return f"{module} is not installed: pip install 'lastedge[{EXTRA_OF_MODULE[module]}]'"
+    if isinstance(err, FileNotFoundError) and err.filename:
+        return f"no such file: {err.filename}"
+    if isinstance(err, OSError) and err.filename and err.strerror:
+        return f"cannot open {err.filename}: {err.strerror[0].lower()}{err.strerror[1:]}"
     return str(err).splitlines()[0] if str(err) else type(err).__name__
 
 

@@ -370,6 +370,9 @@ def mark_encrypted(path: Path) -> Path:
     (["inspect", "{d}/corrupt.npz"], "not a readable lastedge model file"),
     (["inspect", "{d}/notes.txt"], "notes.txt is not a model file"),
     (["inspect", "{d}/missing.npz"], "no such file"),
+    (["predict", "{d}/missing.npz", "--data", "digits"], "no such file: .*missing.npz$"),
+    (["export", "{d}/missing.npz", "--format", "onnx", "--out", "{d}/m.onnx"], "no such file: .*missing.npz$"),
+    (["predict", "{d}", "--data", "digits"], "cannot open .*: is a directory$"),
     (["inspect", "{model}", "--per-class", "3"], "--image-shape and --per-class apply to --atoms only"),
     (["inspect", "{model}", "--atoms", "{d}/a.png", "--image-shape", "5x5"],
      "an image of shape 5x5 has 25 values; the model has 64 features"),
@@ -381,7 +384,8 @@ def mark_encrypted(path: Path) -> Path:
         "shift-without-images", "image-shape-of-images", "train-image-shape-wrong-size", "shift-with-sgd", "bad-device",
         "zero-threads", "plot-format", "plot-folder", "corrupt-model", "encrypted-model", "encrypted-data", "encrypted-calibration", "wrong-width", "no-labels-not-csv", "predictions-not-csv",
         "confusion-without-labels",
-        "inspect-corrupt", "inspect-unknown-format", "inspect-missing", "per-class-without-atoms",
+        "inspect-corrupt", "inspect-unknown-format", "inspect-missing", "predict-missing", "export-missing",
+        "model-is-a-folder", "per-class-without-atoms",
         "image-shape-wrong-size", "image-shape-unreadable"])
 def test_user_errors_are_one_line(capsys, bad_files, tiny_model_file, argv, message):
     mark_encrypted(bad_files / "locked.npz")

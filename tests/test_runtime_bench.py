@@ -158,7 +158,7 @@ def test_cli_bench_draws_the_latencies(paths, capsys, tmp_path):
 
 
 @pytest.mark.parametrize("argv, message", [
-    (["bench", "missing.npz"], "No such file"),
+    (["bench", "missing.npz"], "no such file: missing.npz"),
     (["bench", "{npz}", "--batch", "0"], "batch sizes must be positive"),
     (["bench", "{npz}", "--threads", "0"], "threads must be a positive integer"),
     (["bench", "{npz}", "--backend", "litert"], "cannot run a .npz file"),
