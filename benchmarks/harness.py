@@ -44,6 +44,9 @@ from lastedge.train.sparse_coding import SparseCodingSVM
 SGD_ITER = 20_000
 CV_FOLDS = 3
 PREDICT_REPEATS = 5
+# Fits show their progress bar (stderr) on a terminal, where a run of an hour would otherwise be
+# silent between rows, and not in a log file, where the bar's redraws would be noise.
+PROGRESS = int(sys.stderr.isatty())
 
 
 @dataclass(frozen=True)
@@ -241,7 +244,7 @@ def _knn(s: Setting) -> WidenedGridSearch:
 
 def _last(solver: str) -> Callable[[Setting], LASTClassifier]:
     def build(s: Setting) -> LASTClassifier:
-        params = {"inner_solver": solver, "random_state": s.seed, "verbose": 0, **s.budget.last,
+        params = {"inner_solver": solver, "random_state": s.seed, "verbose": PROGRESS, **s.budget.last,
                   **s.kwargs("last")}
         return LASTClassifier(s.n_atoms, preprocess=s.preprocess, **params)
     return build
@@ -249,7 +252,7 @@ def _last(solver: str) -> Callable[[Setting], LASTClassifier]:
 
 def _sgd(optimizer: str) -> Callable[[Setting], SGDSoftThresholdClassifier]:
     def build(s: Setting) -> SGDSoftThresholdClassifier:
-        params = {"max_iter": s.budget.sgd_iter, "random_state": s.seed, "verbose": 0,
+        params = {"max_iter": s.budget.sgd_iter, "random_state": s.seed, "verbose": PROGRESS,
                   **s.kwargs("sgd")}
         return SGDSoftThresholdClassifier(s.n_atoms, preprocess=s.preprocess, optimizer=optimizer, **params)
     return build

@@ -84,7 +84,7 @@ def build(multiclass: str, total_atoms: int, n_classes: int, args: argparse.Name
                           inner_solver=args.inner_solver, max_dca_iter=args.max_dca_iter,
                           inner_iter=args.inner_iter, batch_size=args.batch_size, n_jobs=args.n_jobs,
                           device=args.device, tol=args.tol, early_stopping=args.early_stopping, mu=mu,
-                          random_state=args.seed, verbose=0)
+                          random_state=args.seed, verbose=harness.PROGRESS)
 
 
 def choose_mu(multiclass: str, total_atoms: int, data: tuple[np.ndarray, ...],
