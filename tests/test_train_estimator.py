@@ -409,3 +409,26 @@ def test_both_majorisers_train_on_minibatches(surrogate):
                                      surrogate=surrogate, line_search=True), X, y)
     assert clf.score(X, y) > 0.9
     assert all(r["extrapolation"] >= 0 for head in clf.history_ for r in head)
+
+
+@pytest.mark.parametrize("n_classes, params, solver, surrogate", [
+    (3, {}, "lbfgs", "dc"),  # one-vs-all in full batch: the paper's majoriser, L-BFGS
+    (2, {"multiclass": "shared"}, "lbfgs", "dc"),  # two classes: one binary head, as above
+    (3, {"multiclass": "shared"}, "adam", "tight"),  # a shared dictionary: as on minibatches
+    (3, {"batch_size": 16}, "adam", "tight"),  # minibatches
+    (3, {"multiclass": "shared", "inner_solver": "lbfgs", "surrogate": "dc"}, "lbfgs", "dc"),  # asked for
+])
+def test_auto_picks_the_solver_and_majoriser_by_model_and_batch(n_classes, params, solver, surrogate, monkeypatch):
+    import lastedge.train.last as last
+
+    class Picked(Exception):
+        pass
+
+    def run_dca(data, U, v, settings, **kwargs):
+        raise Picked(settings.inner_solver.method, settings.surrogate)
+
+    monkeypatch.setattr(last, "run_dca", run_dca)
+    X, y = blobs(n_classes=n_classes)
+    with pytest.raises(Picked) as picked:
+        LASTClassifier(**{**FAST_LAST, "n_atoms": 6, **params}).fit(X, y)
+    assert picked.value.args == (solver, surrogate)

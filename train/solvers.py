@@ -345,7 +345,8 @@ class LBFGSSolver:
 
 def make_inner_solver(method: str, n_iter: int, batch_size: int | None, eps: float,
                       step_sizes: tuple[float, ...] | None = None) -> InnerSolver | LBFGSSolver:
-    """The solver named by ``method``; "auto" is L-BFGS in full batch and Adam on minibatches."""
+    """The solver named by ``method``; "auto" is L-BFGS in full batch and Adam on minibatches
+    (``LASTClassifier`` resolves its own "auto" before calling this)."""
     if method == "auto":
         method = "lbfgs" if batch_size is None else "adam"
     if method == "lbfgs":
