@@ -416,7 +416,8 @@ def test_both_majorisers_train_on_minibatches(surrogate):
     (2, {"multiclass": "shared"}, "lbfgs", "dc"),  # two classes: one binary head, as above
     (3, {"multiclass": "shared"}, "adam", "tight"),  # a shared dictionary: as on minibatches
     (3, {"batch_size": 16}, "adam", "tight"),  # minibatches
-    (3, {"multiclass": "shared", "inner_solver": "lbfgs", "surrogate": "dc"}, "lbfgs", "dc"),  # asked for
+    (3, {"multiclass": "shared", "inner_solver": "lbfgs"}, "lbfgs", "dc"),  # L-BFGS keeps the paper's majoriser
+    (3, {"multiclass": "shared", "inner_solver": "lbfgs", "surrogate": "tight"}, "lbfgs", "tight"),  # asked for
 ])
 def test_auto_picks_the_solver_and_majoriser_by_model_and_batch(n_classes, params, solver, surrogate, monkeypatch):
     import lastedge.train.last as last
