@@ -1,19 +1,23 @@
-"""Prototype behind one table of docs/results.md: MNIST test error after every DCA iteration.
+"""Prototype behind one table of docs/results.md: test error after every DCA iteration.
 
-One fit with the settings of the issue-6 tables (center-l2 rows, shifted copies, minibatches of
-1000, 300 Adam steps per DCA iteration, one thread), for one-vs-all or the shared dictionary with
-half its atoms against their class and one-vs-all's hinges ("signed"). After every DCA iteration
-the fit's monitor scores the current iterate on the test set and on the first 20000 original
-training rows and appends one JSON line to ``--out``; the last line holds the base steps. A
-diagnosis, not a protocol: choosing the iteration count on the test set would be cheating.
+Fits the models ``benchmarks/shared_vs_ovr.py`` would fit with the same arguments (its own
+``build``), but after every DCA iteration scores the current iterate on the test set and on the
+first 20000 original training rows, appending one JSON line to ``--out``; each fit's last line
+holds its base steps. A diagnosis, not a protocol: choosing the iteration count on the test set
+would be cheating.
 
-    python docs/reproduce/prototypes/error_per_dca_iteration.py --method signed --atoms 4000 \\
-        --max-dca-iter 20 --seed 0 --out docs/reproduce/shared_vs_ovr_mnist_4000_curve_seed0.jsonl
+    python docs/reproduce/prototypes/error_per_dca_iteration.py --out curve.jsonl \\
+        --datasets mnist --total-atoms 4000 --methods shared --atoms-against 0.5 \\
+        --ovr-hinge-weight 1 --mu 0 --shift-augment 1 --batch-size 1000 --inner-iter 300 \\
+        --max-dca-iter 20 --n-jobs 1 --seed 0
+
+(and ``--methods ovr`` without the two shared-model options). In ``docs/reproduce/shared_vs_ovr_mnist_4000_curve_seed0.jsonl``, written
+by an earlier scratch copy of this loop with the same estimator settings, method "signed" is the
+shared model with atoms against.
 """
 
 from __future__ import annotations
 
-import argparse
 import json
 import sys
 import time
@@ -23,52 +27,47 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[3] / "benchmarks"))
 
-from paper_data import DEFAULT_DATA, digits_task  # noqa: E402
-from shared_vs_ovr import PREPROCESS  # noqa: E402
+import shared_vs_ovr  # noqa: E402
+from paper_data import digits_task  # noqa: E402
 
 from lastedge.train import LASTClassifier  # noqa: E402
 
 TRAIN_ROWS_SCORED = 20000
 
 
-def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--method", choices=("signed", "ovr"), required=True)
-    p.add_argument("--atoms", type=int, required=True, help="total atoms (one-vs-all: a tenth per class)")
-    p.add_argument("--max-dca-iter", type=int, default=20)
-    p.add_argument("--mu", type=float, default=0.0)
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--data", type=Path, default=DEFAULT_DATA)
-    p.add_argument("--out", type=Path, required=True, help="JSON lines are appended here")
-    args = p.parse_args(argv)
-    X, y, X_test, y_test = digits_task("mnist", args.data)
-    options = ({"multiclass": "shared", "atoms_against": 0.5, "ovr_hinge_weight": 1.0} if args.method == "signed"
-               else {"multiclass": "ovr"})
-    clf = LASTClassifier(args.atoms if args.method == "signed" else args.atoms // 10, preprocess=PREPROCESS,
-                         shift_augment=1, image_shape=(28, 28), max_dca_iter=args.max_dca_iter, inner_iter=300,
-                         batch_size=1000, n_jobs=1, mu=args.mu, random_state=args.seed, verbose=0, **options)
-    start = time.time()
-    record = {"method": args.method, "seed": args.seed, "atoms": args.atoms, "mu": args.mu}
+def main(argv: list[str]) -> int:
+    if len(argv) < 2 or argv[0] != "--out":
+        raise SystemExit("usage: error_per_dca_iteration.py --out PATH [shared_vs_ovr.py arguments]")
+    out = Path(argv[1])
+    args = shared_vs_ovr.parse_args(argv[2:])
 
     def append(line: dict) -> None:
-        with args.out.open("a") as f:
+        with out.open("a") as f:
             f.write(json.dumps(line) + "\n")
 
-    def error_pct(model, rows: np.ndarray, labels: np.ndarray) -> float:
-        return round(100 * float(np.mean(model.labels_from_scores(model.decision_function(rows)) != labels)), 3)
+    for task in args.datasets:
+        X, y, X_test, y_test = digits_task(task, args.data)
+        for total in args.total_atoms:
+            for multiclass in args.methods:
+                clf = shared_vs_ovr.build(multiclass, total, len(np.unique(y)), args, args.mu,
+                                          shared_vs_ovr.image_side(X))
+                record = {"task": task, "method": multiclass, "total_atoms": total, "mu": args.mu,
+                          "seed": args.seed}
+                start = time.time()
 
-    def monitor(k: int, estimator: LASTClassifier) -> None:
-        model = estimator.model_
-        append({**record, "iteration": k + 1, "test_error_pct": error_pct(model, X_test, y_test),
-                "train_error_pct_first_20000": error_pct(model, X[:TRAIN_ROWS_SCORED], y[:TRAIN_ROWS_SCORED]),
-                "elapsed_s": round(time.time() - start, 1)})
+                def monitor(k: int, estimator: LASTClassifier) -> None:
+                    append({**record, "iteration": k + 1,
+                            "test_error_pct": round(100 * float(np.mean(estimator.predict(X_test) != y_test)), 3),
+                            "train_error_pct_first_20000": round(100 * float(np.mean(
+                                estimator.predict(X[:TRAIN_ROWS_SCORED]) != y[:TRAIN_ROWS_SCORED])), 3),
+                            "elapsed_s": round(time.time() - start, 1)})
 
-    clf.fit(X, y, monitor=monitor)
-    history = clf.history_ if isinstance(clf.history_[0], list) else [clf.history_]
-    append({"method": args.method, "seed": args.seed, "final": True,
-            "steps": [[r["step"] for r in head] for head in history], "fit_s": round(time.time() - start, 1)})
+                clf.fit(X, y, monitor=monitor)
+                history = clf.history_ if isinstance(clf.history_[0], list) else [clf.history_]
+                append({**record, "final": True, "steps": [[r["step"] for r in head] for head in history],
+                        "fit_s": round(time.time() - start, 1)})
     return 0
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(main(sys.argv[1:]))
