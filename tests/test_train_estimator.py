@@ -411,6 +411,30 @@ def test_both_majorisers_train_on_minibatches(surrogate):
     assert all(r["extrapolation"] >= 0 for head in clf.history_ for r in head)
 
 
+@pytest.mark.parametrize("params, solver, n_iter", [
+    ({}, "lbfgs", 300),  # one-vs-all in full batch: L-BFGS
+    ({"multiclass": "shared"}, "adam", 100),  # a shared dictionary's full-batch Adam: short solves
+    ({"inner_solver": "adam"}, "adam", 1000),  # one-vs-all heads keep the paper's full-batch T
+    ({"inner_solver": "subgradient"}, "subgradient", 1000),
+    ({"batch_size": 16}, "adam", 5000),  # the paper's minibatch T
+    ({"multiclass": "shared", "inner_iter": 7}, "adam", 7),  # asked for
+])
+def test_default_inner_iterations_follow_the_solver_and_batch(params, solver, n_iter, monkeypatch):
+    import lastedge.train.last as last
+
+    class Picked(Exception):
+        pass
+
+    def run_dca(data, U, v, settings, **kwargs):
+        raise Picked(settings.inner_solver.method, settings.inner_solver.n_iter)
+
+    monkeypatch.setattr(last, "run_dca", run_dca)
+    X, y = blobs(n_classes=3)
+    with pytest.raises(Picked) as picked:
+        LASTClassifier(**{**FAST_LAST, "n_atoms": 6, "inner_iter": None, **params}).fit(X, y)
+    assert picked.value.args == (solver, n_iter)
+
+
 @pytest.mark.parametrize("n_classes, params, solver, surrogate", [
     (3, {}, "lbfgs", "dc"),  # one-vs-all in full batch: the paper's majoriser, L-BFGS
     (2, {"multiclass": "shared"}, "lbfgs", "dc"),  # two classes: one binary head, as above
