@@ -411,6 +411,23 @@ def test_both_majorisers_train_on_minibatches(surrogate):
     assert all(r["extrapolation"] >= 0 for head in clf.history_ for r in head)
 
 
+def dca_settings(monkeypatch, n_classes: int, params: dict):
+    """The ``DCASettings`` that ``fit`` hands to DCA for these estimator parameters (DCA not run)."""
+    import lastedge.train.last as last
+
+    class Handed(Exception):
+        pass
+
+    def run_dca(data, U, v, settings, **kwargs):
+        raise Handed(settings)
+
+    monkeypatch.setattr(last, "run_dca", run_dca)
+    X, y = blobs(n_classes=n_classes)
+    with pytest.raises(Handed) as handed:
+        LASTClassifier(**{**FAST_LAST, "n_atoms": 6, **params}).fit(X, y)
+    return handed.value.args[0]
+
+
 @pytest.mark.parametrize("params, solver, n_iter", [
     ({}, "lbfgs", 300),  # one-vs-all in full batch: L-BFGS
     ({"multiclass": "shared"}, "adam", 100),  # a shared dictionary's full-batch Adam: short solves
@@ -420,19 +437,8 @@ def test_both_majorisers_train_on_minibatches(surrogate):
     ({"multiclass": "shared", "inner_iter": 7}, "adam", 7),  # asked for
 ])
 def test_default_inner_iterations_follow_the_solver_and_batch(params, solver, n_iter, monkeypatch):
-    import lastedge.train.last as last
-
-    class Picked(Exception):
-        pass
-
-    def run_dca(data, U, v, settings, **kwargs):
-        raise Picked(settings.inner_solver.method, settings.inner_solver.n_iter)
-
-    monkeypatch.setattr(last, "run_dca", run_dca)
-    X, y = blobs(n_classes=3)
-    with pytest.raises(Picked) as picked:
-        LASTClassifier(**{**FAST_LAST, "n_atoms": 6, "inner_iter": None, **params}).fit(X, y)
-    assert picked.value.args == (solver, n_iter)
+    settings = dca_settings(monkeypatch, 3, {"inner_iter": None, **params})
+    assert (settings.inner_solver.method, settings.inner_solver.n_iter) == (solver, n_iter)
 
 
 @pytest.mark.parametrize("n_classes, params, solver, surrogate", [
@@ -444,16 +450,5 @@ def test_default_inner_iterations_follow_the_solver_and_batch(params, solver, n_
     (3, {"multiclass": "shared", "inner_solver": "lbfgs", "surrogate": "tight"}, "lbfgs", "tight"),  # asked for
 ])
 def test_auto_picks_the_solver_and_majoriser_by_model_and_batch(n_classes, params, solver, surrogate, monkeypatch):
-    import lastedge.train.last as last
-
-    class Picked(Exception):
-        pass
-
-    def run_dca(data, U, v, settings, **kwargs):
-        raise Picked(settings.inner_solver.method, settings.surrogate)
-
-    monkeypatch.setattr(last, "run_dca", run_dca)
-    X, y = blobs(n_classes=n_classes)
-    with pytest.raises(Picked) as picked:
-        LASTClassifier(**{**FAST_LAST, "n_atoms": 6, **params}).fit(X, y)
-    assert picked.value.args == (solver, surrogate)
+    settings = dca_settings(monkeypatch, n_classes, params)
+    assert (settings.inner_solver.method, settings.surrogate) == (solver, surrogate)
