@@ -141,6 +141,21 @@ def test_merge_joins_partial_runs_later_rows_winning(quick_run, tmp_path):
     assert "mnist: test error % (paper)" in (out / "digits.md").read_text()
 
 
+def test_methods_outside_the_plan_run_at_the_plans_last_sizes():
+    sys.path.insert(0, str(BENCHMARKS))
+    try:
+        import reproduce
+
+        args = reproduce.parse_args(["textures", "--methods", "rbf-svm,last-adam,last,knn"])
+        plan = reproduce.plan_for(reproduce.EXPERIMENTS["textures"], "bark-woodgrain", args)
+    finally:
+        sys.path.remove(str(BENCHMARKS))
+    every = [2, 5, 10, 25, 50, 100, 200, 400]
+    assert list(plan) == ["last", "rbf-svm", "last-adam", "knn"]  # the plan's order, then the rest
+    assert plan["last-adam"] == plan["last"] == every
+    assert plan["knn"] is reproduce.ATOM_FREE
+
+
 def test_svm_rows_are_scaled_to_unit_mean_norm_and_unit_rows_kept():
     sys.path.insert(0, str(BENCHMARKS))
     try:
