@@ -1,7 +1,7 @@
-"""Where LAST's training time goes: profile one L-BFGS DCA fit on a texture task and compare the
-inner loop's matrix products with the machine's measured single-thread sgemm peak.
+"""Where LAST's training time goes: profile one full-batch DCA fit on a texture task and compare
+the inner loop's matrix products with the machine's measured single-thread sgemm peak.
 
-    python benchmarks/profile_dca.py [--task bark-woodgrain] [--n-atoms 50]
+    python benchmarks/profile_dca.py [--task bark-woodgrain] [--n-atoms 50] [--inner-solver lbfgs]
 """
 
 from __future__ import annotations
@@ -52,11 +52,13 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--task", default="bark-woodgrain")
     parser.add_argument("--n-atoms", type=int, default=50)
+    parser.add_argument("--inner-solver", default="auto", choices=["auto", "adam", "lbfgs", "subgradient"])
     parser.add_argument("--data", default=str(DEFAULT_DATA))
     args = parser.parse_args()
     torch.set_num_threads(1)
     X_train, y_train, X_test, y_test = texture_task(args.task, args.data)
-    clf = LASTClassifier(args.n_atoms, preprocess="l2", random_state=0, verbose=0)
+    clf = LASTClassifier(args.n_atoms, preprocess="l2", inner_solver=args.inner_solver, random_state=0,
+                         verbose=0)
     profiler = cProfile.Profile()
     profiler.enable()
     clf.fit(X_train, y_train)

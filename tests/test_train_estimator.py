@@ -429,9 +429,10 @@ def dca_settings(monkeypatch, n_classes: int, params: dict):
 
 
 @pytest.mark.parametrize("params, solver, n_iter", [
-    ({}, "lbfgs", 300),  # one-vs-all in full batch: L-BFGS
-    ({"multiclass": "shared"}, "adam", 100),  # a shared dictionary's full-batch Adam: short solves
-    ({"inner_solver": "adam"}, "adam", 1000),  # one-vs-all heads keep the paper's full-batch T
+    ({}, "adam", 300),  # one-vs-all in full batch: Adam, shorter solves than the paper's 1000
+    ({"multiclass": "shared"}, "adam", 100),  # a shared dictionary's full-batch Adam: shorter still
+    ({"inner_solver": "lbfgs"}, "lbfgs", 300),
+    ({"mu": 1.0}, "lbfgs", 300),  # a weight decay: L-BFGS
     ({"inner_solver": "subgradient"}, "subgradient", 1000),
     ({"batch_size": 16}, "adam", 5000),  # the paper's minibatch T
     ({"multiclass": "shared", "inner_iter": 7}, "adam", 7),  # asked for
@@ -442,8 +443,12 @@ def test_default_inner_iterations_follow_the_solver_and_batch(params, solver, n_
 
 
 @pytest.mark.parametrize("n_classes, params, solver, surrogate", [
-    (3, {}, "lbfgs", "dc"),  # one-vs-all in full batch: the paper's majoriser, L-BFGS
-    (2, {"multiclass": "shared"}, "lbfgs", "dc"),  # two classes: one binary head, as above
+    (3, {}, "adam", "dc"),  # one-vs-all in full batch: the paper's majoriser, Adam
+    (2, {"multiclass": "shared"}, "adam", "dc"),  # two classes: one binary head, as above
+    (3, {"mu": 0.1}, "lbfgs", "dc"),  # ... and with a weight decay, L-BFGS
+    (2, {"mu": 1.0}, "lbfgs", "dc"),
+    (3, {"multiclass": "shared", "mu": 1.0}, "adam", "tight"),  # a shared dictionary keeps Adam
+    (3, {"batch_size": 16, "mu": 1.0}, "adam", "tight"),  # so do minibatches
     (3, {"multiclass": "shared"}, "adam", "tight"),  # a shared dictionary: as on minibatches
     (3, {"batch_size": 16}, "adam", "tight"),  # minibatches
     (3, {"multiclass": "shared", "inner_solver": "lbfgs"}, "lbfgs", "dc"),  # L-BFGS keeps the paper's majoriser
