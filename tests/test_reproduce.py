@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import json
 import sys
 from pathlib import Path
@@ -146,7 +147,7 @@ def test_methods_outside_the_plan_run_at_the_plans_last_sizes():
     try:
         import reproduce
 
-        args = reproduce.parse_args(["textures", "--methods", "rbf-svm,last-adam,last,knn"])
+        args = argparse.Namespace(methods=["rbf-svm", "last-adam", "last", "knn"], n_atoms=None, quick=False)
         plan = reproduce.plan_for(reproduce.EXPERIMENTS["textures"], "bark-woodgrain", args)
     finally:
         sys.path.remove(str(BENCHMARKS))
