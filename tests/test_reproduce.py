@@ -9,8 +9,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-
-BENCHMARKS = Path(__file__).resolve().parents[1] / "benchmarks"
+from conftest_benchmarks import BENCHMARKS, import_benchmark
 
 
 def _blobs(rng: np.random.RandomState, sizes: tuple[int, int], n_features: int, labels: list[int],
@@ -83,11 +82,7 @@ def test_quick_run_chooses_the_weight_decay_on_training_rows(quick_run):
 
 
 def test_equalized_texture_is_halved_and_uses_grey_levels_evenly():
-    sys.path.insert(0, str(BENCHMARKS))
-    try:
-        from paper_data import equalized
-    finally:
-        sys.path.remove(str(BENCHMARKS))
+    equalized = import_benchmark("paper_data").equalized
     image = np.random.RandomState(0).randint(100, 140, (64, 32)).astype(np.uint8)
     out = equalized(image)
     halved = image.astype(float).reshape(32, 2, 16, 2).mean(axis=(1, 3))
@@ -143,14 +138,9 @@ def test_merge_joins_partial_runs_later_rows_winning(quick_run, tmp_path):
 
 
 def test_methods_outside_the_plan_run_at_the_plans_last_sizes():
-    sys.path.insert(0, str(BENCHMARKS))
-    try:
-        import reproduce
-
-        args = argparse.Namespace(methods=["rbf-svm", "last-adam", "last", "knn"], n_atoms=None, quick=False)
-        plan = reproduce.plan_for(reproduce.EXPERIMENTS["textures"], "bark-woodgrain", args)
-    finally:
-        sys.path.remove(str(BENCHMARKS))
+    reproduce = import_benchmark("reproduce")
+    args = argparse.Namespace(methods=["rbf-svm", "last-adam", "last", "knn"], n_atoms=None, quick=False)
+    plan = reproduce.plan_for(reproduce.EXPERIMENTS["textures"], "bark-woodgrain", args)
     every = [2, 5, 10, 25, 50, 100, 200, 400]
     assert list(plan) == ["last", "rbf-svm", "last-adam", "knn"]  # the plan's order, then the rest
     assert plan["last-adam"] == plan["last"] == every
@@ -158,11 +148,7 @@ def test_methods_outside_the_plan_run_at_the_plans_last_sizes():
 
 
 def test_svm_rows_are_scaled_to_unit_mean_norm_and_unit_rows_kept():
-    sys.path.insert(0, str(BENCHMARKS))
-    try:
-        from harness import UnitMeanNorm
-    finally:
-        sys.path.remove(str(BENCHMARKS))
+    UnitMeanNorm = import_benchmark("harness").UnitMeanNorm
     rng = np.random.RandomState(0)
     pixels = rng.randint(0, 256, (50, 30)).astype(np.float32)
     scaled = UnitMeanNorm().fit(pixels).transform(pixels)

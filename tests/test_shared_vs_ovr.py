@@ -8,8 +8,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-
-BENCHMARKS = Path(__file__).resolve().parents[1] / "benchmarks"
+from conftest_benchmarks import BENCHMARKS, import_benchmark
 
 
 @pytest.fixture
@@ -83,11 +82,7 @@ def test_one_vs_all_alone_refuses_the_shared_models_options(shared_vs_ovr, tmp_p
 def test_train_device_quick_run_times_every_device(tmp_path, capsys):
     """``benchmarks/train_device.py`` on two CPU "devices" (the machine CI has): one row each."""
     _write_usps_like(tmp_path)
-    sys.path.insert(0, str(BENCHMARKS))
-    try:
-        import train_device
-    finally:
-        sys.path.remove(str(BENCHMARKS))
+    train_device = import_benchmark("train_device")
     train_device.main(["--quick", "--dataset", "usps", "--data", str(tmp_path), "--devices", "cpu,cpu",
                        "--threads", "1", "--methods", "shared,signed", "--json", str(tmp_path / "t.json")])
     rows = json.loads((tmp_path / "t.json").read_text())["results"]
