@@ -37,6 +37,20 @@ def rival_hinges(S, targets, hinge):
     return margins.amax(-1) if hinge == "max" else margins.sum(-1)
 
 
+@pytest.mark.parametrize("heads, atoms", [(1, 7), (3, 5), (2, objective._BATCHED_FROM_ATOMS)])
+def test_head_products_and_pull_back_are_each_heads_own_products(heads, atoms):
+    """One product for all heads (few atoms per head) or a batched one: each head's own X U_h and X^T R_h."""
+    gen = torch.Generator().manual_seed(0)
+    X = torch.randn(30, 6, generator=gen, dtype=torch.float64)
+    U = torch.randn(heads, 6, atoms, generator=gen, dtype=torch.float64)
+    R = torch.randn(heads, 30, atoms, generator=gen, dtype=torch.float64)
+    products, pulled = objective.head_products(X, U), objective.pull_back(X, R)
+    assert products.shape == (heads, 30, atoms) and pulled.shape == (heads, 6, atoms)
+    for h in range(heads):
+        torch.testing.assert_close(products[h], X @ U[h])
+        torch.testing.assert_close(pulled[h], X.T @ R[h])
+
+
 @pytest.mark.parametrize("hinge", objective.HINGES)
 @pytest.mark.parametrize("seed", range(4))
 def test_g_minus_h_is_the_objective(seed, hinge):

@@ -91,10 +91,11 @@ class LASTClassifier(SoftThresholdBase):
         ``lam * sum_c max(0, 1 - t_c s_c)`` (``t_c = +1`` on the sample's class, -1 elsewhere).
         Still a difference of convex functions; it needs ``atoms_against > 0`` (otherwise a rival's
         score cannot go below 0). With ``atoms_against=0.5`` and 1.0 here, on MNIST with
-        minibatches and shifted copies, 100, 200, 800 and 1600 shared atoms beat one-vs-all with
-        the same total atoms in every seed run, 400 led on median over 12 seeds (inside the noise)
-        and 4000 were level over 4 (the plain shared model trails from 400 on); on
-        scikit-learn's small digits it did not help (docs/results.md).
+        minibatches and shifted copies, 100, 200 and 1600 shared atoms beat one-vs-all with the
+        same total atoms in each of 12 seeds, 800 in 11, 400 led on median (inside the noise), and
+        at 4000 one-vs-all was a little ahead over 16 seeds (about one standard error; the plain
+        shared model trails from 400 on); on scikit-learn's small digits it did not help
+        (docs/results.md).
         ``lastedge train`` can choose both on a hold-out (``selection.choose_params``).
     hinge : {"max", "sum"}, default="max"
         The multi-class hinge of "shared": "max" (Crammer-Singer) charges the best rival class,
