@@ -434,12 +434,22 @@ def dca_settings(monkeypatch, n_classes: int, params: dict):
     ({"inner_solver": "lbfgs"}, "lbfgs", 300),
     ({"mu": 1.0}, "lbfgs", 300),  # a weight decay: L-BFGS
     ({"inner_solver": "subgradient"}, "subgradient", 1000),
-    ({"batch_size": 16}, "adam", 5000),  # the paper's minibatch T
+    ({"batch_size": 16}, "adam", 300),  # minibatch Adam: far shorter than the paper's 5000
+    ({"batch_size": 16, "inner_solver": "subgradient"}, "subgradient", 5000),  # the paper's
     ({"multiclass": "shared", "inner_iter": 7}, "adam", 7),  # asked for
 ])
 def test_default_inner_iterations_follow_the_solver_and_batch(params, solver, n_iter, monkeypatch):
     settings = dca_settings(monkeypatch, 3, {"inner_iter": None, **params})
     assert (settings.inner_solver.method, settings.inner_solver.n_iter) == (solver, n_iter)
+
+
+def test_minibatches_of_500_rows_from_the_full_batch_limit(monkeypatch):
+    import lastedge.train.last as last
+
+    monkeypatch.setattr(last, "FULL_BATCH_LIMIT", 60)  # blobs has 90 rows
+    settings = dca_settings(monkeypatch, 3, {"inner_iter": None})
+    solver = settings.inner_solver
+    assert (solver.method, solver.batch_size, solver.n_iter) == ("adam", 500, 300)
 
 
 @pytest.mark.parametrize("n_classes, params, solver, surrogate", [

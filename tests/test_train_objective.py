@@ -236,6 +236,29 @@ def test_solver_never_returns_worse_than_its_warm_start():
     assert torch.all(problem.value(U1, v1) <= problem.value(U, v) + 1e-9)
 
 
+@pytest.mark.parametrize("method, n_iter, batch_size, trial, checkpoint", [
+    ("adam", 300, 100, 50, 15),        # minibatch Adam: trials of at least 50 steps
+    ("adam", 5000, 100, 250, 250),     # ... or the paper's T / 20 when longer
+    ("adam", 30, 100, 30, 1),          # ... never longer than the solve
+    ("adam", 300, None, 15, 15),       # full batch (trials every DCA iteration): T / 20
+    ("subgradient", 300, 100, 15, 15),
+])
+def test_step_trial_lengths(method, n_iter, batch_size, trial, checkpoint, monkeypatch):
+    solver = InnerSolver(method, n_iter, batch_size, 1e-4)
+    assert (solver.trial_steps, solver.checkpoint_every) == (trial, checkpoint)
+    X, targets, U, v, G = random_problem(13, heads=2, m=200, dtype=torch.float32)
+    calls = []
+    original = InnerSolver._continue
+
+    def record(self, problem, run, rate, scale, start, stop, *args):
+        calls.append((start, stop))
+        return original(self, problem, run, rate, scale, start, stop, *args)
+
+    monkeypatch.setattr(InnerSolver, "_continue", record)
+    solver.solve(SubProblem(Data(X, targets, G), U, v, BETA, NU, 1e-4), U, v, seed=0)
+    assert calls[0] == (1, trial) and calls[-1] == (trial + 1, n_iter)
+
+
 def test_minibatch_adam_carries_its_moments_and_step_across_dca_iterations():
     """Trials run once; later solves reuse the step and continue Adam's moments and step count."""
     X, targets, U, v, G = random_problem(12, heads=3, m=80, dtype=torch.float32)

@@ -75,7 +75,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                    help="weight of (nu/2)||w||^2 (default 1, the paper's)")
     p.add_argument("--batch-size", type=_batch_size, default=None, metavar="B|full",
                    help="minibatch rows, or full (LAST only: every row in each step, as --inner-solver "
-                        "lbfgs needs); default: LAST full batch below 5000 rows, else 200; sgd/adam 10")
+                        "lbfgs needs); default: LAST full batch below 5000 rows, else 500; sgd/adam 10")
     p.add_argument("--device", default="cpu",
                    help="torch device to train on, e.g. cuda or cuda:1, or auto: a GPU when torch "
                         "sees one, else the CPU (default cpu)")

@@ -34,6 +34,13 @@ LBFGS_ITER = 300
 # 1000 on digits and MNIST subsamples at a tenth of the cost (docs/results.md).
 FULL_BATCH_ADAM_ITER = 300
 SHARED_FULL_BATCH_ADAM_ITER = 100
+# Minibatch Adam: 300 steps on 500 rows per DCA iteration (the paper: 5000 subgradient steps on
+# 200). Adam carries its moments from one DCA iteration to the next, so shorter solves suffice; the
+# paper's schedule fitted the training rows within two DCA iterations and scored worse in 1.2-4x
+# the time (USPS 5.78 against 4.88 % test error, CIFAR-10 deer vs horse 18.75 against 17.05 %;
+# docs/results.md).
+MINIBATCH_SIZE = 500
+MINIBATCH_ADAM_ITER = 300
 
 
 class LASTClassifier(SoftThresholdBase):
@@ -61,11 +68,13 @@ class LASTClassifier(SoftThresholdBase):
     max_dca_iter : int, default=50
         DCA iterations K.
     inner_iter : int or None, default=None
-        Iterations T of each sub-problem solve: the paper's 5000 on minibatches; in full batch 300
-        for Adam (100 for a shared dictionary, where shorter solves generalised better), 300 for
-        L-BFGS and the paper's 1000 for subgradient descent.
+        Iterations T of each sub-problem solve: on minibatches 300 for Adam (the paper's 5000 for
+        subgradient descent); in full batch 300 for Adam (100 for a shared dictionary, where
+        shorter solves generalised better), 300 for L-BFGS and the paper's 1000 for subgradient
+        descent.
     batch_size : int, "full" or None, default=None
-        None: full batch when there are fewer than 5000 rows, else minibatches of 200.
+        None: full batch when there are fewer than 5000 rows, else minibatches of 500 (the
+        paper's 200; with 300 Adam steps per DCA iteration it scored better in less time).
     step_sizes : tuple of float or None, default=None
         Candidate base steps, each > 0; None means the solver's default ((0.1, 0.01, 0.001) for
         subgradient).
@@ -255,12 +264,12 @@ class LASTClassifier(SoftThresholdBase):
         if self.batch_size == "full":
             batch = None
         elif self.batch_size is None:
-            batch = None if n_samples < FULL_BATCH_LIMIT else 200
+            batch = None if n_samples < FULL_BATCH_LIMIT else MINIBATCH_SIZE
         else:
             batch = None if self.batch_size >= n_samples else int(self.batch_size)
         solver = self._solver_name(batch)
         if batch is not None:
-            default_T = 5000
+            default_T = MINIBATCH_ADAM_ITER if solver == "adam" else 5000
         elif solver == "lbfgs":
             default_T = LBFGS_ITER
         elif solver == "adam":
