@@ -36,9 +36,9 @@ FULL_BATCH_ADAM_ITER = 300
 SHARED_FULL_BATCH_ADAM_ITER = 100
 # Minibatch Adam: 300 steps on 500 rows per DCA iteration (the paper: 5000 subgradient steps on
 # 200). Adam carries its moments from one DCA iteration to the next, so shorter solves suffice; the
-# paper's schedule fitted the training rows within two DCA iterations and scored worse in 1.2-4x
-# the time (USPS 5.78 against 4.88 % test error, CIFAR-10 deer vs horse 18.75 against 17.05 %;
-# docs/results.md).
+# paper's schedule overfitted (USPS: no training error after its first DCA iteration) and scored
+# worse in 1.2-4x the time (USPS 5.78 against 4.88 % test error, CIFAR-10 deer vs horse 18.75
+# against 17.05 %; docs/results.md).
 MINIBATCH_SIZE = 500
 MINIBATCH_ADAM_ITER = 300
 

@@ -24,9 +24,8 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[3] / "benchmarks"))
 
-from paper_data import deer_horse_task, digits_task  # noqa: E402
-
-from lastedge.train import LASTClassifier  # noqa: E402
+from lastedge.train import LASTClassifier
+from paper_data import deer_horse_task, digits_task
 
 SCHEDULES = {"paper": {"batch_size": 200, "inner_iter": 5000},
              "b500t300": {"batch_size": 500, "inner_iter": 300},
