@@ -36,9 +36,9 @@ FULL_BATCH_ADAM_ITER = 300
 SHARED_FULL_BATCH_ADAM_ITER = 100
 # Minibatch Adam: 300 steps on 500 rows per DCA iteration (the paper: 5000 subgradient steps on
 # 200). Adam carries its moments from one DCA iteration to the next, so shorter solves suffice; the
-# paper's schedule overfitted (USPS: no training error after its first DCA iteration) and scored
-# worse in 1.2-4x the time (USPS 5.78 against 4.88 % test error, CIFAR-10 deer vs horse 18.75
-# against 17.05 %; docs/results.md).
+# paper's schedule overfitted (USPS: no training error after its first DCA iteration) and was no
+# more accurate in 1.1-4x the time (test error, USPS seeds 0 / 1: 5.78 / 5.13 against 4.88 /
+# 5.68 %; CIFAR-10 deer vs horse 18.75 against 17.05 %; docs/results.md).
 MINIBATCH_SIZE = 500
 MINIBATCH_ADAM_ITER = 300
 
@@ -74,7 +74,7 @@ class LASTClassifier(SoftThresholdBase):
         descent.
     batch_size : int, "full" or None, default=None
         None: full batch when there are fewer than 5000 rows, else minibatches of 500 (the
-        paper's 200; with 300 Adam steps per DCA iteration it scored better in less time).
+        paper's 200; with 300 Adam steps per DCA iteration as accurate in a fraction of the time).
     step_sizes : tuple of float or None, default=None
         Candidate base steps, each > 0; None means the solver's default ((0.1, 0.01, 0.001) for
         subgradient).
