@@ -37,8 +37,8 @@ SHARED_FULL_BATCH_ADAM_ITER = 100
 # Minibatch Adam: 300 steps on 500 rows per DCA iteration (the paper: 5000 subgradient steps on
 # 200). Adam carries its moments from one DCA iteration to the next, so shorter solves suffice; the
 # paper's schedule overfitted (USPS: no training error after its first DCA iteration) and was no
-# more accurate in 1.1-4x the time (test error, USPS seeds 0 / 1: 5.78 / 5.13 against 4.88 /
-# 5.68 %; CIFAR-10 deer vs horse 18.75 against 17.05 %; docs/results.md).
+# more accurate in 1.1-4x the time (test error, USPS seeds 0 / 1 / 2: 5.78 / 5.13 / 5.73 against
+# 4.88 / 5.68 / 5.63 %; CIFAR-10 deer vs horse 18.75 against 17.05 %; docs/results.md).
 MINIBATCH_SIZE = 500
 MINIBATCH_ADAM_ITER = 300
 
