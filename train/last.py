@@ -26,6 +26,8 @@ from .subproblem import SURROGATES, Data
 
 # Above this many training rows the paper switches to minibatch sub-problem solves.
 FULL_BATCH_LIMIT = 5000
+# The paper's subgradient steps per sub-problem, on minibatches and in full batch.
+PAPER_MINIBATCH_ITER, PAPER_FULL_BATCH_ITER = 5000, 1000
 # L-BFGS iterations per sub-problem: each costs about one subgradient step (plus line search).
 LBFGS_ITER = 300
 # Full-batch Adam steps per sub-problem, fewer than the paper's 1000 (DCA runs more iterations).
@@ -260,7 +262,8 @@ class LASTClassifier(SoftThresholdBase):
         return super()._layout(y_index)
 
     def _schedule(self, n_samples: int) -> tuple[int | None, int]:
-        """(batch size or None for full batch, inner iterations T), the paper's rule by default."""
+        """(batch size or None for full batch, inner iterations T): the paper's full-batch limit,
+        each solver's default T (see the constants above) unless ``inner_iter`` is given."""
         if self.batch_size == "full":
             batch = None
         elif self.batch_size is None:
@@ -269,13 +272,13 @@ class LASTClassifier(SoftThresholdBase):
             batch = None if self.batch_size >= n_samples else int(self.batch_size)
         solver = self._solver_name(batch)
         if batch is not None:
-            default_T = MINIBATCH_ADAM_ITER if solver == "adam" else 5000
+            default_T = MINIBATCH_ADAM_ITER if solver == "adam" else PAPER_MINIBATCH_ITER
         elif solver == "lbfgs":
             default_T = LBFGS_ITER
         elif solver == "adam":
             default_T = SHARED_FULL_BATCH_ADAM_ITER if self._shares_dictionary() else FULL_BATCH_ADAM_ITER
         else:
-            default_T = 1000
+            default_T = PAPER_FULL_BATCH_ITER
         return batch, int(self.inner_iter or default_T)
 
     def _full_batch_heads(self, batch: int | None) -> bool:

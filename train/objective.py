@@ -55,6 +55,11 @@ def smooth_relu(Z: Tensor, beta: float) -> Tensor:
 _BATCHED_FROM_ATOMS = 256
 
 
+def _one_product(heads: int, atoms: int) -> bool:
+    """Whether ``heads`` heads of ``atoms`` atoms each are faster as one matrix product."""
+    return heads > 1 and atoms < _BATCHED_FROM_ATOMS
+
+
 def head_products(X: Tensor, U: Tensor) -> Tensor:
     """``X U_h`` for every head h: [H, m, N], from ONE matrix product ``X [U_1 ... U_H]``.
 
@@ -64,7 +69,7 @@ def head_products(X: Tensor, U: Tensor) -> Tensor:
     product's memory layout.
     """
     H, n, N = U.shape
-    if H == 1 or N >= _BATCHED_FROM_ATOMS:
+    if not _one_product(H, N):
         return torch.matmul(X, U)
     return (X @ U.transpose(0, 1).reshape(n, H * N)).view(-1, H, N).transpose(0, 1)
 
@@ -73,7 +78,7 @@ def pull_back(X: Tensor, R: Tensor) -> Tensor:
     """``X^T R_h`` for every head h: [H, n, N] (a gradient by ``U`` from one by ``X U - v``), as one
     matrix product for the reason given in :func:`head_products`."""
     H, m, N = R.shape
-    if H == 1 or N >= _BATCHED_FROM_ATOMS:
+    if not _one_product(H, N):
         return X.T @ R
     return (X.T @ R.transpose(0, 1).reshape(m, H * N)).view(-1, H, N).transpose(0, 1).contiguous()
 
