@@ -225,7 +225,7 @@ class InnerSolver:
     def _trajectory(self, problem: SubProblem, U0: Tensor, v0: Tensor, start_value: Tensor,
                     rho: float, scale: tuple[Tensor, Tensor], seed: int,
                     eval_index: Tensor | None) -> _Run:
-        """A trial run of ``T / 20`` iterations from the warm start with base step ``rho``."""
+        """A step trial: ``trial_steps`` iterations from the warm start with base step ``rho``."""
         run = _Run(U0.clone(), v0.clone(), U0.clone(), v0.clone(), start_value.clone())
         if self.method == "adam":
             run.moments = [torch.zeros_like(U0), torch.zeros_like(U0),
