@@ -259,6 +259,19 @@ def test_step_trial_lengths(method, n_iter, batch_size, trial, checkpoint, monke
     assert calls[0] == (1, trial) and calls[-1] == (trial + 1, n_iter)
 
 
+@pytest.mark.parametrize("batch_size, grows", [(None, True), (1000, False)])
+def test_only_solvers_that_rerun_their_trials_grow_the_step_grid(batch_size, grows):
+    """Steps far too small: the largest candidate wins, so full-batch Adam tries larger ones;
+    minibatch Adam, which carries its winner through the whole fit, stays inside its grid."""
+    X, targets, U, v, G = random_problem(14, heads=2, m=200, dtype=torch.float32)
+    solver = InnerSolver("adam", 60, batch_size, 1e-4, step_sizes=(1e-6, 1e-7))
+    _, _, step = solver.solve(SubProblem(Data(X, targets, G), U, v, BETA, NU, 1e-4), U, v, seed=0)
+    if grows:
+        assert torch.all(step > 1e-6)
+    else:
+        torch.testing.assert_close(step, torch.full_like(step, 1e-6))
+
+
 def test_minibatch_adam_carries_its_moments_and_step_across_dca_iterations():
     """Trials run once; later solves reuse the step and continue Adam's moments and step count."""
     X, targets, U, v, G = random_problem(12, heads=3, m=80, dtype=torch.float32)
