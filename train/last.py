@@ -79,7 +79,8 @@ class LASTClassifier(SoftThresholdBase):
         paper's 200; with 300 Adam steps per DCA iteration as accurate in a fraction of the time).
     step_sizes : tuple of float or None, default=None
         Candidate base steps, each > 0; None means the solver's default ((0.1, 0.01, 0.001) for
-        subgradient).
+        subgradient, (0.03, 0.01, 0.003) for Adam). When the best candidate is at an edge, the
+        trials try 10x beyond it (minibatch Adam, which carries its step, only downwards).
     tol : float, default=1e-3
         Early stop of a head when every entry of ``[U; v^T]`` changed by at most ``tol``
         (absolutely or relatively) in one DCA iteration.
