@@ -29,6 +29,7 @@ import sys
 import tempfile
 import time
 import warnings
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -85,6 +86,18 @@ def build(multiclass: str, total_atoms: int, n_classes: int, args: argparse.Name
                           inner_iter=args.inner_iter, batch_size=args.batch_size, n_jobs=args.n_jobs,
                           device=args.device, tol=args.tol, early_stopping=args.early_stopping, mu=mu,
                           random_state=args.seed, verbose=harness.PROGRESS)
+
+
+def unfitted_models(args: argparse.Namespace) -> Iterator[tuple[str, tuple[np.ndarray, ...], int, str, LASTClassifier]]:
+    """``(task, (X, y, X_test, y_test), total, multiclass, estimator)`` for every model these
+    arguments ask for, unfitted, each with ``args.mu`` (for prototypes that fit them their own way)."""
+    for task in args.datasets:
+        X, y, X_test, y_test = digits_task(task, args.data)
+        X, y = stratified_rows(X, y, args.train_rows, args.seed)
+        for total in args.total_atoms:
+            for multiclass in args.methods:
+                yield task, (X, y, X_test, y_test), total, multiclass, build(
+                    multiclass, total, len(np.unique(y)), args, args.mu, image_side(X))
 
 
 def choose_mu(multiclass: str, total_atoms: int, data: tuple[np.ndarray, ...],

@@ -79,6 +79,19 @@ def test_one_vs_all_alone_refuses_the_shared_models_options(shared_vs_ovr, tmp_p
     assert f"{option[0]} shape(s) the shared model only" in capsys.readouterr().err
 
 
+def test_unfitted_models_follow_the_arguments(shared_vs_ovr, tmp_path):
+    _write_usps_like(tmp_path)
+    args = shared_vs_ovr.parse_args(["--datasets", "usps", "--data", str(tmp_path), "--total-atoms", "100,200",
+                                     "--train-rows", "300", "--mu", "0.5", "--seed", "3"])
+    models = list(shared_vs_ovr.unfitted_models(args))
+    assert [(task, total, method) for task, _, total, method, _ in models] == [
+        ("usps", 100, "shared"), ("usps", 100, "ovr"), ("usps", 200, "shared"), ("usps", 200, "ovr")]
+    (X, y, X_test, y_test), estimator = models[-1][1], models[-1][4]
+    assert (len(X), len(y), len(X_test)) == (300, 300, 200)
+    assert estimator.n_atoms == 20 and estimator.mu == 0.5 and estimator.random_state == 3
+    assert not hasattr(estimator, "model_")
+
+
 def test_train_device_quick_run_times_every_device(tmp_path, capsys):
     """``benchmarks/train_device.py`` on two CPU "devices" (the machine CI has): one row each."""
     _write_usps_like(tmp_path)

@@ -28,7 +28,6 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[3] / "benchmarks"))
 
 import shared_vs_ovr  # noqa: E402
-from paper_data import digits_task  # noqa: E402
 
 from lastedge.train import LASTClassifier  # noqa: E402
 
@@ -45,27 +44,22 @@ def main(argv: list[str]) -> int:
         with out.open("a") as f:
             f.write(json.dumps(line) + "\n")
 
-    for task in args.datasets:
-        X, y, X_test, y_test = digits_task(task, args.data)
-        for total in args.total_atoms:
-            for multiclass in args.methods:
-                clf = shared_vs_ovr.build(multiclass, total, len(np.unique(y)), args, args.mu,
-                                          shared_vs_ovr.image_side(X))
-                record = {"task": task, "method": multiclass, "total_atoms": total, "mu": args.mu,
-                          "seed": args.seed}
-                start = time.time()
+    for task, (X, y, X_test, y_test), total, multiclass, clf in shared_vs_ovr.unfitted_models(args):
+        record = {"task": task, "method": multiclass, "total_atoms": total, "mu": args.mu,
+                  "seed": args.seed}
+        start = time.time()
 
-                def monitor(k: int, estimator: LASTClassifier) -> None:
-                    append({**record, "iteration": k + 1,
-                            "test_error_pct": round(100 * float(np.mean(estimator.predict(X_test) != y_test)), 3),
-                            "train_error_pct_first_20000": round(100 * float(np.mean(
-                                estimator.predict(X[:TRAIN_ROWS_SCORED]) != y[:TRAIN_ROWS_SCORED])), 3),
-                            "elapsed_s": round(time.time() - start, 1)})
+        def monitor(k: int, estimator: LASTClassifier) -> None:
+            append({**record, "iteration": k + 1,
+                    "test_error_pct": round(100 * float(np.mean(estimator.predict(X_test) != y_test)), 3),
+                    "train_error_pct_first_20000": round(100 * float(np.mean(
+                        estimator.predict(X[:TRAIN_ROWS_SCORED]) != y[:TRAIN_ROWS_SCORED])), 3),
+                    "elapsed_s": round(time.time() - start, 1)})
 
-                clf.fit(X, y, monitor=monitor)
-                history = clf.history_ if isinstance(clf.history_[0], list) else [clf.history_]
-                append({**record, "final": True, "steps": [[r["step"] for r in head] for head in history],
-                        "fit_s": round(time.time() - start, 1)})
+        clf.fit(X, y, monitor=monitor)
+        history = clf.history_ if isinstance(clf.history_[0], list) else [clf.history_]
+        append({**record, "final": True, "steps": [[r["step"] for r in head] for head in history],
+                "fit_s": round(time.time() - start, 1)})
     return 0
 
 

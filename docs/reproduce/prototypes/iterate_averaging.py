@@ -34,7 +34,6 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parents[3] / "benchmarks"))
 
 import shared_vs_ovr  # noqa: E402
-from paper_data import digits_task  # noqa: E402
 
 from lastedge.train import LASTClassifier, last  # noqa: E402
 
@@ -61,11 +60,12 @@ class _Averager:
 
         clf._store_solution = store_and_keep_groups
 
-    def _test_error(self, U: torch.Tensor, v: torch.Tensor) -> float:
-        """Test error % of the model stored from ``(U, v)``, scored on ``U``'s device."""
+    def _store(self, U: torch.Tensor, v: torch.Tensor) -> None:
         self.clf._store_solution(U.cpu().numpy(), v.cpu().numpy(), self.groups, 0.0)
+
+    def _test_error(self, device: torch.device) -> float:
+        """Test error % of the estimator's stored model, scored on ``device``."""
         model = self.clf.model_
-        device = U.device
         if self.Z_test is None:  # the preprocessing is fitted once, before DCA
             self.Z_test = torch.as_tensor(model.preprocess.apply(self.X_test), dtype=torch.float32, device=device)
         D = torch.as_tensor(model.dictionary, device=device)
@@ -77,7 +77,7 @@ class _Averager:
     def wrap(self, on_iteration):
         def hook(k: int, objectives: torch.Tensor, U: torch.Tensor, v: torch.Tensor):
             stop = on_iteration(k, objectives, U, v)  # stores the iterate: the groups are known
-            errors = {"iterate": self._test_error(U, v)}
+            errors = {"iterate": self._test_error(U.device)}
             for start in self.starts:
                 if k + 1 <= start:
                     continue
@@ -89,8 +89,10 @@ class _Averager:
                     total[1] += v
                     total[2] += 1
                 U_sum, v_sum, n = self.sums[start]
-                errors[f"mean_after_{start}"] = self._test_error(U_sum / n, v_sum / n)
-            self.clf._store_solution(U.cpu().numpy(), v.cpu().numpy(), self.groups, 0.0)
+                self._store(U_sum / n, v_sum / n)
+                errors[f"mean_after_{start}"] = self._test_error(U.device)
+            if len(errors) > 1:  # a mean replaced the stored iterate: put it back
+                self._store(U, v)
             self.report(k, errors)
             return stop
 
@@ -109,37 +111,31 @@ def main(argv: list[str]) -> int:
             f.write(json.dumps(line) + "\n")
 
     run_dca = last.run_dca
-    for task in args.datasets:
-        X, y, X_test, y_test = digits_task(task, args.data)
-        X, y = shared_vs_ovr.stratified_rows(X, y, args.train_rows, args.seed)
-        for total in args.total_atoms:
-            for multiclass in args.methods:
-                clf = shared_vs_ovr.build(multiclass, total, len(np.unique(y)), args, args.mu,
-                                          shared_vs_ovr.image_side(X))
-                record = {"task": task, "method": multiclass, "total_atoms": total, "mu": args.mu,
-                          "atoms_against": args.atoms_against, "ovr_hinge_weight": args.ovr_hinge_weight,
-                          "seed": args.seed, "device": args.device}
-                start = time.time()
+    for task, (X, y, X_test, y_test), total, multiclass, clf in shared_vs_ovr.unfitted_models(args):
+        record = {"task": task, "method": multiclass, "total_atoms": total, "mu": args.mu,
+                  "atoms_against": args.atoms_against, "ovr_hinge_weight": args.ovr_hinge_weight,
+                  "seed": args.seed, "device": args.device}
+        start = time.time()
 
-                def report(k: int, errors: dict[str, float]) -> None:
-                    append({**record, "iteration": k + 1, "test_error_pct": errors,
-                            "elapsed_s": round(time.time() - start, 1)})
+        def report(k: int, errors: dict[str, float]) -> None:
+            append({**record, "iteration": k + 1, "test_error_pct": errors,
+                    "elapsed_s": round(time.time() - start, 1)})
 
-                averager = _Averager(clf, starts, X_test, y_test, report)
+        averager = _Averager(clf, starts, X_test, y_test, report)
 
-                def run_dca_averaging(data, U, v, settings, seed, on_iteration=None):
-                    return run_dca(data, U, v, settings, seed, averager.wrap(on_iteration))
+        def run_dca_averaging(data, U, v, settings, seed, on_iteration=None):
+            return run_dca(data, U, v, settings, seed, averager.wrap(on_iteration))
 
-                last.run_dca = run_dca_averaging
-                try:  # a monitor makes the estimator store every iterate (the averager needs its groups)
-                    clf.fit(X, y, monitor=lambda k, estimator: None)
-                finally:
-                    last.run_dca = run_dca
-                history = clf.history_ if isinstance(clf.history_[0], list) else [clf.history_]
-                final_error = round(100 * float(np.mean(clf.predict(X_test) != y_test)), 3)
-                append({**record, "final": True, "test_error_pct": final_error,
-                        "steps": [[r["step"] for r in head] for head in history],
-                        "fit_s": round(time.time() - start, 1)})
+        last.run_dca = run_dca_averaging
+        try:  # a monitor makes the estimator store every iterate (the averager needs its groups)
+            clf.fit(X, y, monitor=lambda k, estimator: None)
+        finally:
+            last.run_dca = run_dca
+        history = clf.history_ if isinstance(clf.history_[0], list) else [clf.history_]
+        final_error = round(100 * float(np.mean(clf.predict(X_test) != y_test)), 3)
+        append({**record, "final": True, "test_error_pct": final_error,
+                "steps": [[r["step"] for r in head] for head in history],
+                "fit_s": round(time.time() - start, 1)})
     return 0
 
 
