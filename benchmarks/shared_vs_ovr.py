@@ -268,7 +268,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--n-jobs", type=int, default=1, help="torch threads during fit (default 1)")
     p.add_argument("--device", default="cpu", help="torch device to train on, e.g. cuda (default cpu)")
     p.add_argument("--tol", type=float, default=LASTClassifier().tol,
-                   help="DCA's stopping tolerance on the parameter change (0: run max-dca-iter iterations)")
+                   help="DCA's stopping tolerance (default the library's: on minibatches 1e-4 of objective "
+                        "per training row, in full batch 1e-3 of parameter change)")
     p.add_argument("--mu", type=float, default=0.0,
                    help="weight decay (mu/2)||U||^2 on the atoms of both models (default 0, the paper's objective)")
     p.add_argument("--mu-grid", type=lambda text: [float(v) for v in text.split(",")], default=None,

@@ -56,7 +56,8 @@ def build(method: str, total_atoms: int, n_classes: int, device: str, args: argp
     options = METHODS[method]
     return LASTClassifier(harness.atoms_per_head(options["multiclass"], total_atoms, n_classes), **options, preprocess="center-l2", device=device,
                           n_jobs=args.threads, max_dca_iter=args.max_dca_iter, inner_iter=args.inner_iter,
-                          batch_size=args.batch_size, tol=0.0, shift_augment=args.shift_augment,
+                          batch_size=args.batch_size, tol=0.0, n_iter_no_change=args.max_dca_iter,
+                          shift_augment=args.shift_augment,
                           image_shape=(image_side, image_side), random_state=0, verbose=0)
 
 
@@ -69,7 +70,7 @@ def seconds_per_iteration(clf: LASTClassifier) -> float:
 def timed_fit(clf: LASTClassifier, data: tuple[np.ndarray, ...]) -> dict[str, Any]:
     X_train, y_train, X_test, y_test = data
     with warnings.catch_warnings():
-        warnings.simplefilter("ignore")  # tol = 0: every fit runs max_dca_iter iterations by design
+        warnings.simplefilter("ignore")  # tol = 0, no patience: every fit runs max_dca_iter iterations
         start = time.perf_counter()
         clf.fit(X_train, y_train)
         fit_s = time.perf_counter() - start

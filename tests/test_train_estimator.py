@@ -146,7 +146,7 @@ def test_bad_training_data_is_refused(cls, change, error, match):
     ({"inner_iter": 2.5}, "inner_iter must be an integer >= 1 or None, got 2.5"),
     ({"batch_size": "abc"}, "batch_size must be an integer >= 1, 'full' or None, got 'abc'"),
     ({"batch_size": 2.5}, "batch_size must be an integer >= 1, 'full' or None, got 2.5"),
-    ({"tol": None}, "tol must be a finite number >= 0, got None"),
+    ({"tol": -1e-3}, "tol must be a finite number >= 0 or None, got -0.001"),
     ({"validation_fraction": 2.0}, r"validation_fraction must be a finite number in \(0, 1\), got 2.0"),
 ])
 def test_bad_last_parameters_are_refused(params, match):
@@ -354,6 +354,39 @@ def test_convergence_warning_when_max_dca_iter_is_hit():
     X, y = blobs(n_classes=2)
     with pytest.warns(ConvergenceWarning, match="max_dca_iter=1"):
         LASTClassifier(**{**FAST_LAST, "max_dca_iter": 1, "tol": 0.0}).fit(X, y)
+
+
+@pytest.mark.parametrize("batch_size, tol", [(None, "0.001"), (16, "0.0001")])
+def test_default_tol_depends_on_full_batch_or_minibatch(batch_size, tol):
+    """``tol=None`` is the paper's 1e-3 on the parameters in full batch, 1e-4 of objective per
+    row on minibatches (the value the warning names)."""
+    X, y = blobs(n_classes=2)
+    with pytest.warns(ConvergenceWarning, match=f"tol={tol};"):
+        LASTClassifier(**{**FAST_LAST, "max_dca_iter": 1}, batch_size=batch_size).fit(X, y)
+
+
+@pytest.mark.parametrize("patience", [1, 2])
+def test_minibatch_fit_stops_when_the_objective_stops_falling(patience):
+    """On minibatches ``tol`` is the fall of the objective per training row that counts as progress:
+    a tol no DCA iteration can meet stops every head after ``n_iter_no_change`` iterations, as
+    converged (no warning); with tol 0 any fall is progress."""
+    X, y = blobs(n_classes=3)
+    minibatch = {**FAST_LAST, "max_dca_iter": 8, "batch_size": 16, "n_iter_no_change": patience}
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ConvergenceWarning)
+        clf = LASTClassifier(**minibatch, tol=100.0).fit(X, y)  # (P) per row starts far below 100
+    assert clf.n_iter_ == patience and clf.converged_.all()
+    patient = fit_quietly(LASTClassifier(**minibatch, tol=0.0), X, y)
+    assert patient.n_iter_ > patience
+
+
+def test_minibatch_fit_with_early_stopping_stops_on_the_hold_out_only():
+    """With early stopping the hold-out score decides when to stop (as in scikit-learn), so even a
+    tol no iteration can meet stops no head."""
+    X, y = blobs(n_classes=3)
+    clf = fit_quietly(LASTClassifier(**{**FAST_LAST, "max_dca_iter": 8}, batch_size=16, tol=100.0,
+                                     early_stopping=True, validation_fraction=0.25, n_iter_no_change=2), X, y)
+    assert not clf.converged_.any() and clf.n_iter_ == len(clf.validation_scores_) > 2
 
 
 # ------------------------------------------------------------------- monitor, early stopping

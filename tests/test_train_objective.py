@@ -299,21 +299,42 @@ def test_minibatch_indices_drawn_in_blocks_are_the_per_step_draws(monkeypatch, b
     assert len(drawn) == 7 and all(torch.equal(a, b) for a, b in zip(drawn, per_step))
 
 
-def test_minibatch_dca_retries_a_solve_that_kept_its_warm_start():
-    """A stalled minibatch solve is retried (with a smaller step) before the head stops."""
-    from lastedge.train.dca import MINIBATCH_RETRIES
+class KeepsWarmStart:
+    """A minibatch "solver" whose solves find nothing better than their warm start."""
 
-    class KeepsWarmStart:
-        batch_size = 8
+    batch_size = 8
 
-        def solve(self, problem, U0, v0, seed, heads=None):
-            return U0.clone(), v0.clone(), torch.ones(U0.shape[0])
+    def solve(self, problem, U0, v0, seed, heads=None):
+        return U0.clone(), v0.clone(), torch.ones(U0.shape[0])
 
+
+class SwapsTwinAtoms(KeepsWarmStart):
+    """Moves the parameters a lot without changing the objective: it swaps atoms 0 and 2, which
+    vote for the same group, as minibatch noise moves parameters while the objective stands still."""
+
+    def solve(self, problem, U0, v0, seed, heads=None):
+        order = torch.tensor([2, 1, 0, 3, 4])
+        return U0[..., order].clone(), v0[..., order].clone(), torch.ones(U0.shape[0])
+
+
+@pytest.mark.parametrize("patience", [1, 3])
+def test_minibatch_dca_retries_a_solve_that_kept_its_warm_start(patience):
+    """A stalled minibatch solve is retried (its solver shrinks the step) ``n_iter_no_change``
+    times in a row before the head stops."""
     X, targets, U, v, G = random_problem(13, heads=2, dtype=torch.float32)
-    settings = DCASettings(NU, BETA, 1e-4, 10, 1e-3, KeepsWarmStart())
+    settings = DCASettings(NU, BETA, 1e-4, 10, 1e-3, KeepsWarmStart(), n_iter_no_change=patience)
     result = run_dca(Data(X, targets, G), U, v, settings, seed=0)
-    assert all(len(records) == MINIBATCH_RETRIES for records in result.history)
+    assert all(len(records) == patience for records in result.history)
     assert result.converged == [True, True]
+
+
+def test_minibatch_dca_stops_on_the_objective_not_on_moving_parameters():
+    """On minibatches a head stops when (P) stops falling, although its parameters still move by far
+    more than ``tol`` (the paper's rule would never stop it)."""
+    X, targets, U, v, G = random_problem(13, heads=2, dtype=torch.float32)
+    result = run_dca(Data(X, targets, G), U, v, DCASettings(NU, BETA, 1e-4, 10, 1e-3, SwapsTwinAtoms()), seed=0)
+    assert all(len(records) == 3 for records in result.history) and result.converged == [True, True]
+    assert all(record["change"] > 0.1 for records in result.history for record in records)
 
 
 def test_shared_dictionary_with_two_classes_is_the_binary_problem():

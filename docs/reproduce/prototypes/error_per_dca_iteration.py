@@ -3,7 +3,7 @@
 Fits the models ``benchmarks/shared_vs_ovr.py`` would fit with the same arguments (its own
 ``build``), but after every DCA iteration scores the current iterate on the test set and on the
 first 20000 original training rows, appending one JSON line to ``--out``; each fit's last line
-holds its base steps. A diagnosis, not a protocol: choosing the iteration count on the test set
+holds its base steps and each head's objective of (P) per DCA iteration (for ``stop_rule_replay.py``). A diagnosis, not a protocol: choosing the iteration count on the test set
 would be cheating.
 
     python docs/reproduce/prototypes/error_per_dca_iteration.py --out curve.jsonl \\
@@ -59,7 +59,8 @@ def main(argv: list[str]) -> int:
         clf.fit(X, y, monitor=monitor)
         history = clf.history_ if isinstance(clf.history_[0], list) else [clf.history_]
         append({**record, "final": True, "steps": [[r["step"] for r in head] for head in history],
-                "fit_s": round(time.time() - start, 1)})
+                "objective": [[round(r["objective"], 2) for r in head] for head in history],
+                "n_rows": len(X) * (1 + 4 * args.shift_augment), "fit_s": round(time.time() - start, 1)})
     return 0
 
 

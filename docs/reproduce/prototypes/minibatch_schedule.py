@@ -2,7 +2,8 @@
 
 One fit of ``LASTClassifier`` on a paper data set with a minibatch schedule, scoring the test set
 after every DCA iteration (a diagnosis: the fit itself never sees the test set), printed as one
-JSON line (``docs/reproduce/minibatch_defaults.jsonl`` holds the lines behind the table):
+JSON line with each head's objective of (P) per DCA iteration (``docs/reproduce/minibatch_defaults.jsonl``
+holds the lines behind the table; ``stop_rule_replay.py`` reads the objectives):
 
     python docs/reproduce/prototypes/minibatch_schedule.py usps paper 0
     python docs/reproduce/prototypes/minibatch_schedule.py deer-horse b500t300 0
@@ -56,11 +57,13 @@ def main(data: str, schedule: str, seed: int) -> None:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # ConvergenceWarning at max_dca_iter
         clf.fit(X, y, monitor=monitor)
+    history = clf.history_ if isinstance(clf.history_[0], list) else [clf.history_]
     print(json.dumps({"data": data, "schedule": schedule, "seed": seed, "n_atoms": n_atoms,
                       "test_error_pct": round(100 * (1 - clf.score(X_test, y_test)), 2),
                       "train_error_pct": round(100 * (1 - clf.score(X, y)), 2),
-                      "fit_s": round(time.perf_counter() - start, 1), "n_iter": int(clf.n_iter_),
-                      "curve": curve}), flush=True)
+                      "fit_s": round(time.perf_counter() - start, 1), "n_iter": int(clf.n_iter_), "n_rows": len(X),
+                      "curve": curve, "objective": [[round(r["objective"], 2) for r in head] for head in history]}),
+          flush=True)
 
 
 if __name__ == "__main__":
