@@ -161,7 +161,8 @@ def run_dca(data: Data, U: Tensor, v: Tensor, settings: DCASettings, seed: int,
     objective, h_grad = _evaluate(data, U, v, settings)
     history: list[list[dict]] = [[] for _ in range(n_heads)]
     converged = torch.zeros(n_heads, dtype=torch.bool)
-    progress = _ProgressTracker(objective.cpu(), data.n_samples, settings)
+    stops_on_objective = not full_batch and settings.n_iter_no_change is not None
+    progress = _ProgressTracker(objective.cpu(), data.n_samples, settings) if stops_on_objective else None
     for k in range(settings.max_dca_iter):
         active = torch.nonzero(~converged).flatten()
         if active.numel() == 0:
@@ -196,7 +197,7 @@ def run_dca(data: Data, U: Tensor, v: Tensor, settings: DCASettings, seed: int,
                                   "time": elapsed})
         if full_batch:
             converged[active] = (change <= settings.tol).cpu()
-        elif settings.n_iter_no_change is not None:
+        elif progress is not None:
             converged[active] = progress.stalled(active, new_objective.cpu())
         if on_iteration is not None and on_iteration(k, objective, U, v):
             break
