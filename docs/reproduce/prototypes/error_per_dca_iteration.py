@@ -30,6 +30,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[3] / "benchmarks"))
 import shared_vs_ovr  # noqa: E402
 
 from lastedge.train import LASTClassifier  # noqa: E402
+from lastedge.train.curves import head_histories  # noqa: E402
 
 TRAIN_ROWS_SCORED = 20000
 
@@ -57,7 +58,7 @@ def main(argv: list[str]) -> int:
                     "elapsed_s": round(time.time() - start, 1)})
 
         clf.fit(X, y, monitor=monitor)
-        history = clf.history_ if isinstance(clf.history_[0], list) else [clf.history_]
+        history = head_histories(clf.history_)
         append({**record, "final": True, "steps": [[r["step"] for r in head] for head in history],
                 "objective": [[round(r["objective"], 2) for r in head] for head in history],
                 "n_rows": len(X) * (1 + 4 * args.shift_augment), "fit_s": round(time.time() - start, 1)})

@@ -26,6 +26,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[3] / "benchmarks"))
 
 from lastedge.train import LASTClassifier
+from lastedge.train.curves import head_histories
 from paper_data import deer_horse_task, digits_task
 
 SCHEDULES = {"paper": {"batch_size": 200, "inner_iter": 5000},
@@ -57,7 +58,7 @@ def main(data: str, schedule: str, seed: int) -> None:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # ConvergenceWarning at max_dca_iter
         clf.fit(X, y, monitor=monitor)
-    history = clf.history_ if isinstance(clf.history_[0], list) else [clf.history_]
+    history = head_histories(clf.history_)
     print(json.dumps({"data": data, "schedule": schedule, "seed": seed, "n_atoms": n_atoms,
                       "test_error_pct": round(100 * (1 - clf.score(X_test, y_test)), 2),
                       "train_error_pct": round(100 * (1 - clf.score(X, y)), 2),

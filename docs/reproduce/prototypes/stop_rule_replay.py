@@ -3,10 +3,11 @@
 Reads fits recorded by ``minibatch_schedule.py`` or ``error_per_dca_iteration.py`` (JSON lines with
 each head's objective of (P) per DCA iteration and the number of rows it sums over) and prints, for
 each ``tol`` and patience, the DCA iteration at which each head would stop under the rule of
-``train/dca.py``: the objective per row has not fallen below its best by more than ``tol`` for
-``patience`` iterations in a row. A fit is the same up to the iteration where a head stops (a head's
-solves do not depend on the others'), so one long fit answers every setting. The start point's
-objective is not recorded, so the first iteration always counts as progress here:
+``train/dca.py`` (run by the trainer's own ``_ProgressTracker``): the objective per row has not
+fallen below its best by more than ``tol`` for ``patience`` iterations in a row. A fit is the same
+up to the iteration where a head stops (a head's solves do not depend on the others'), so one long
+fit answers every setting. The start point's objective is not recorded, so the first iteration
+always counts as progress here:
 
     python docs/reproduce/prototypes/stop_rule_replay.py FITS.jsonl [--tol 1e-3,1e-4] [--patience 3]
 """
@@ -15,15 +16,19 @@ from __future__ import annotations
 
 import argparse
 import json
+from types import SimpleNamespace
+
+import torch
+from lastedge.train.dca import _ProgressTracker
 
 
 def stop_iteration(objectives: list[float], tol: float, patience: int, n_rows: int) -> int | None:
-    """The 1-based DCA iteration at which the rule stops this head, or None if it never does."""
-    best, since_progress = float("inf"), 0
+    """The 1-based DCA iteration at which the trainer's rule stops this head, or None if it never does."""
+    settings = SimpleNamespace(tol=tol, n_iter_no_change=patience)
+    tracker = _ProgressTracker(torch.tensor([float("inf")], dtype=torch.float64), n_rows, settings)
+    head = torch.tensor([0])
     for k, value in enumerate(objectives, start=1):
-        since_progress = 0 if value < best - tol * n_rows else since_progress + 1
-        best = min(best, value)
-        if since_progress >= patience:
+        if bool(tracker.stalled(head, torch.tensor([value], dtype=torch.float64))):
             return k
     return None
 
