@@ -5,6 +5,7 @@
                                        [--batch-size B] [--n-jobs J] [--device D] [--tol TOL] [--mu MU]
                                        [--methods shared,ovr] [--hinge max|sum] [--shift-augment K]
                                        [--atoms-against A] [--ovr-hinge-weight L]
+                                       [--seed S | --seed A-B | --seed A,B,...] [--parallel-fits P]
                                        [--quick] [--json PATH] [--plot PATH] [--data ../shared/data]
     python benchmarks/shared_vs_ovr.py --merge A.json B.json ... [--plot PATH]
 
@@ -17,19 +18,30 @@ fitted once (timed), scored on the full test set, exported with ``to_model`` and
 temporary ``.npz``, whose latency the runtime's numpy backend measures (``lastedge.runtime.bench``,
 one thread, standard-normal rows) at batch 1 and batch 1000. Prints one Markdown table; ``--plot``
 draws test error against multiply-accumulates per sample. ``--shift-augment K`` trains both
-models also on copies of every training image moved 1..K pixels (their rows are labelled so). ``--merge`` joins the ``--json`` files of
-several runs (the same training budget per data set) into one table and plot, running nothing.
+models also on copies of every training image moved 1..K pixels (their rows are labelled so).
+
+Several seeds (``--seed 16-31``) repeat every fit per seed and add a summary: per method and total,
+the median, mean and range of the test error over seeds and, seed by seed, its difference from
+one-vs-all (mean +- standard error; seeds where it is ahead). The differences between the methods
+at one total are a few test images, smaller than the spread between seeds, so they are judged
+seed by seed. ``--parallel-fits P`` runs P fits at a time, each in a fresh process (P x ``--n-jobs``
+threads in all; on a GPU several small fits keep it busier than one). ``--merge`` joins the
+``--json`` files of several runs (the same training budget per data set, any seeds) into one table,
+summary and plot, running nothing.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import multiprocessing
 import sys
 import tempfile
 import time
 import warnings
 from collections.abc import Iterator
+from concurrent.futures import ProcessPoolExecutor, as_completed
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -52,8 +64,8 @@ QUICK = {"train_rows": 2000, "total_atoms": [100, 200], "max_dca_iter": 2, "inne
 # Options of the shared model alone, with their defaults: one-vs-all runs refuse any other value.
 SHARED_ONLY_DEFAULTS = {"hinge": LASTClassifier().hinge, "atoms_per_class": LASTClassifier().atoms_per_class,
                         "atoms_against": 0.0, "ovr_hinge_weight": 0.0}
-# Arguments that must agree, per data set, between files joined by --merge.
-BUDGET_ARGS = ("train_rows", "max_dca_iter", "inner_iter", "inner_solver", "batch_size", "tol", "seed",
+# Arguments that must agree, per data set, between files joined by --merge (seeds may differ).
+BUDGET_ARGS = ("train_rows", "max_dca_iter", "inner_iter", "inner_solver", "batch_size", "tol",
                "early_stopping")
 # Timed calls per model: (batch size, runs); bench splits them into 10 alternating rounds.
 LATENCY_RUNS = ((1, 300), (1000, 20))
@@ -63,8 +75,26 @@ COLUMNS: list[harness.Column] = [
     ("atoms/head", "atoms_per_head", "{}"), ("test error %", "error_pct", "{:.2f}"),
     ("MACs/sample", "macs_per_sample", "{:,}"), ("sparse MACs", "sparse_macs", "{:,}"),
     ("p50 us b=1", "p50_us_b1", "{:.1f}"), ("us/row b=1000", "us_per_row_b1000", "{:.2f}"),
-    ("train s", "train_s", "{:.1f}"), ("zeros %", "zeros_pct", "{:.1f}"), ("fit", "notes", "{}"),
+    ("train s", "train_s", "{:.1f}"), ("zeros %", "zeros_pct", "{:.1f}"), ("seed", "seed", "{}"),
+    ("fit", "notes", "{}"),
 ]
+SUMMARY_COLUMNS: list[harness.Column] = [
+    ("data", "task", "{}"), ("method", "label", "{}"), ("total atoms", "total_atoms", "{}"),
+    ("seeds", "n_seeds", "{}"), ("median %", "median_pct", "{:.3f}"), ("mean %", "mean_pct", "{:.3f}"),
+    ("range %", "range_pct", "{}"), ("minus one-vs-all, mean +- s.e.", "minus_ovr", "{}"),
+    ("seeds ahead of one-vs-all", "seeds_ahead", "{}"),
+]
+
+
+@dataclass(frozen=True)
+class Fit:
+    """One model to fit: a data set, a seed, a total atom count, a method and its weight decay."""
+
+    task: str
+    seed: int
+    total_atoms: int
+    multiclass: str
+    mu: float
 
 
 def stratified_rows(X: np.ndarray, y: np.ndarray, n: int | None, seed: int) -> tuple[np.ndarray, np.ndarray]:
@@ -76,7 +106,7 @@ def stratified_rows(X: np.ndarray, y: np.ndarray, n: int | None, seed: int) -> t
 
 
 def build(multiclass: str, total_atoms: int, n_classes: int, args: argparse.Namespace,
-          mu: float, image_side: int) -> LASTClassifier:
+          mu: float, image_side: int, seed: int) -> LASTClassifier:
     return LASTClassifier(harness.atoms_per_head(multiclass, total_atoms, n_classes), multiclass=multiclass,
                           hinge=args.hinge, atoms_per_class=args.atoms_per_class,
                           atoms_against=args.atoms_against, ovr_hinge_weight=args.ovr_hinge_weight,
@@ -85,31 +115,38 @@ def build(multiclass: str, total_atoms: int, n_classes: int, args: argparse.Name
                           inner_solver=args.inner_solver, max_dca_iter=args.max_dca_iter,
                           inner_iter=args.inner_iter, batch_size=args.batch_size, n_jobs=args.n_jobs,
                           device=args.device, tol=args.tol, early_stopping=args.early_stopping, mu=mu,
-                          random_state=args.seed, verbose=harness.PROGRESS)
+                          random_state=seed, verbose=harness.PROGRESS)
+
+
+def task_data(task: str, args: argparse.Namespace, seed: int) -> tuple[np.ndarray, ...]:
+    """``(X, y, X_test, y_test)`` of a data set, its training rows subsampled with ``seed``."""
+    X, y, X_test, y_test = digits_task(task, args.data)
+    X, y = stratified_rows(X, y, args.train_rows, seed)
+    return X, y, X_test, y_test
 
 
 def unfitted_models(args: argparse.Namespace) -> Iterator[tuple[str, tuple[np.ndarray, ...], int, str, LASTClassifier]]:
     """``(task, (X, y, X_test, y_test), total, multiclass, estimator)`` for every model these
     arguments ask for, unfitted, each with ``args.mu`` (for prototypes that fit them their own way)."""
     for task in args.datasets:
-        X, y, X_test, y_test = digits_task(task, args.data)
-        X, y = stratified_rows(X, y, args.train_rows, args.seed)
-        for total in args.total_atoms:
-            for multiclass in args.methods:
-                yield task, (X, y, X_test, y_test), total, multiclass, build(
-                    multiclass, total, len(np.unique(y)), args, args.mu, image_side(X))
+        for seed in args.seed:
+            data = task_data(task, args, seed)
+            for total in args.total_atoms:
+                for multiclass in args.methods:
+                    yield task, data, total, multiclass, build(
+                        multiclass, total, len(np.unique(data[1])), args, args.mu, image_side(data[0]), seed)
 
 
 def choose_mu(multiclass: str, total_atoms: int, data: tuple[np.ndarray, ...],
-              args: argparse.Namespace) -> tuple[float, dict[float, float]]:
+              args: argparse.Namespace, seed: int) -> tuple[float, dict[float, float]]:
     """The weight decay in ``args.mu_grid`` whose model, fitted on 90 % of the training rows, is
     most accurate on the other 10 % (stratified; ties keep the smaller mu). The test set plays no part."""
     X_train, y_train = data[0], data[1]
     estimator = build(multiclass, total_atoms, len(np.unique(y_train)), args, mu=0.0,
-                      image_side=image_side(X_train))
+                      image_side=image_side(X_train), seed=seed)
     best, scores = selection.choose_mu(estimator, args.mu_grid, X_train, y_train,
-                                       selection.holdout_split(0.1, args.seed))
-    print(f"  {multiclass} T={total_atoms}: hold-out accuracy % by mu: "
+                                       selection.holdout_split(0.1, seed))
+    print(f"  {multiclass} T={total_atoms} seed {seed}: hold-out accuracy % by mu: "
           + ", ".join(f"{mu:g}: {100 * score:.2f}" for mu, score in scores.items()), file=sys.stderr, flush=True)
     return best, scores
 
@@ -145,14 +182,15 @@ def label(multiclass: str, hinge: str, shift_augment: int = 0, atoms_against: fl
             + (f", shifts <= {shift_augment} px" if shift_augment else ""))
 
 
-def run_one(multiclass: str, total_atoms: int, data: tuple[np.ndarray, ...], task: str,
-            args: argparse.Namespace, folder: Path, mu: float) -> dict[str, Any]:
+def run_one(fit: Fit, data: tuple[np.ndarray, ...], args: argparse.Namespace, folder: Path) -> dict[str, Any]:
+    """Fit, score, export and time one model: one row of the table."""
+    multiclass, total_atoms, mu = fit.multiclass, fit.total_atoms, fit.mu
     X_train, y_train, X_test, y_test = data
     n_classes = len(np.unique(y_train))
-    clf = build(multiclass, total_atoms, n_classes, args, mu, image_side(X_train))
+    clf = build(multiclass, total_atoms, n_classes, args, mu, image_side(X_train), fit.seed)
     shared_options = {name: getattr(args, name) if multiclass == "shared" else None
                       for name in SHARED_ONLY_DEFAULTS}
-    row: dict[str, Any] = {"task": task, "method": multiclass,
+    row: dict[str, Any] = {"task": fit.task, "method": multiclass, "seed": fit.seed,
                            "label": label(multiclass, args.hinge, args.shift_augment, args.atoms_against,
                                           args.ovr_hinge_weight, args.atoms_per_class),
                            "total_atoms": total_atoms, "atoms_per_head": clf.n_atoms, "mu": mu,
@@ -184,12 +222,12 @@ def run_one(multiclass: str, total_atoms: int, data: tuple[np.ndarray, ...], tas
 
 
 def merge_rows(paths: list[Path]) -> list[dict[str, Any]]:
-    """The rows of several runs' ``--json`` files as one table, ordered by data set, method, total.
+    """The rows of several runs' ``--json`` files as one table, ordered by data set, method, total, seed.
 
-    A later file's row replaces an earlier one for the same data set, method (with its hinge) and
-    total; files that trained one data set with different budgets are refused.
+    A later file's row replaces an earlier one for the same data set, method (with its hinge), total
+    and seed; files that trained one data set with different budgets are refused.
     """
-    merged: dict[tuple[str, str, int], dict[str, Any]] = {}
+    merged: dict[tuple[str, str, int, int], dict[str, Any]] = {}
     budgets: dict[str, tuple[Any, ...]] = {}
     for path in paths:
         try:
@@ -203,14 +241,46 @@ def merge_rows(paths: list[Path]) -> list[dict[str, Any]]:
             if budgets.setdefault(row["task"], budget) != budget:
                 raise ValueError(f"{path} trained {row['task']} with other budgets than the files before it "
                                  f"({', '.join(BUDGET_ARGS)})")
-            merged[row["task"], row["label"], row["total_atoms"]] = row
+            row = {"seed": record["args"]["seed"], **row}  # files before --seed took lists: one int
+            merged[row["task"], row["label"], row["total_atoms"], row["seed"]] = row
     tasks, methods = list(budgets), list(MULTICLASS)
 
-    def order(key: tuple[str, str, int]) -> tuple[int, int, str, int]:
-        task, label, total = key
-        return tasks.index(task), methods.index(merged[key]["method"]), label, total
+    def order(key: tuple[str, str, int, int]) -> tuple[int, int, str, int, int]:
+        task, label, total, seed = key
+        return tasks.index(task), methods.index(merged[key]["method"]), label, total, seed
 
     return [merged[key] for key in sorted(merged, key=order)]
+
+
+def seed_summary(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Per data set, method and total: test error over seeds and, seed by seed, minus one-vs-all's.
+
+    A model is paired with the one-vs-all fit of the same data set, total, seed and shifted copies;
+    a difference below zero means it is ahead. Failed fits are left out.
+    """
+    done = [r for r in rows if r.get("error_pct") is not None]
+    ovr = {(r["task"], r["total_atoms"], r.get("shift_augment", 0), r["seed"]): r["error_pct"]
+           for r in done if r["method"] == "ovr"}
+    groups: dict[tuple[str, str, int], list[dict[str, Any]]] = {}
+    for r in done:
+        groups.setdefault((r["task"], r["label"], r["total_atoms"]), []).append(r)
+    summary = []
+    for (task, label, total), members in groups.items():
+        errors = np.array([r["error_pct"] for r in members])
+        line: dict[str, Any] = {"task": task, "label": label, "total_atoms": total, "n_seeds": len(members),
+                                "median_pct": float(np.median(errors)), "mean_pct": float(errors.mean()),
+                                "min_pct": float(errors.min()), "max_pct": float(errors.max()),
+                                "range_pct": f"{errors.min():.2f}-{errors.max():.2f}"}
+        keys = [(task, total, r.get("shift_augment", 0), r["seed"]) for r in members]
+        diffs = np.array([r["error_pct"] - ovr[key] for r, key in zip(members, keys) if key in ovr])
+        if members[0]["method"] != "ovr" and len(diffs):
+            level = np.isclose(diffs, 0.0)
+            se = f" +- {diffs.std(ddof=1) / np.sqrt(len(diffs)):.3f}" if len(diffs) > 1 else ""
+            line["minus_ovr"] = f"{diffs.mean():+.3f}{se}"
+            line["seeds_ahead"] = (f"{int(np.sum((diffs < 0) & ~level))} of {len(diffs)}"
+                                   + f" ({int(level.sum())} level)" * bool(level.any()))
+        summary.append(line)
+    return summary
 
 
 def plot(rows: list[dict[str, Any]], path: Path) -> None:
@@ -222,24 +292,31 @@ def plot(rows: list[dict[str, Any]], path: Path) -> None:
 
     tasks = list(dict.fromkeys(row["task"] for row in rows))
     labels = list(dict.fromkeys(row["label"] for row in rows))
+    macs_of = {(r["task"], r["total_atoms"]): r["macs_per_sample"] for r in rows if "macs_per_sample" in r}
+    several = len({r["seed"] for r in rows}) > 1
+    summary = seed_summary(rows)  # one point per method and total: the median over seeds
     fig, axes = plt.subplots(1, len(tasks), figsize=(5.5 * len(tasks), 4.2), squeeze=False)
     for ax, task in zip(axes[0], tasks):
         for name, marker in zip(labels, "osD^v"):
-            done = sorted((r for r in rows if r["task"] == task and r["label"] == name
-                           and r.get("error_pct") is not None), key=lambda r: r["macs_per_sample"])
-            if not done:
+            points = sorted((point for point in summary if point["task"] == task and point["label"] == name),
+                            key=lambda point: point["total_atoms"])
+            if not points:
                 continue
-            x = [r["macs_per_sample"] for r in done]
-            ax.plot(x, [r["error_pct"] for r in done], marker=marker, label=name)
-            for r in done:
-                ax.annotate(str(r["total_atoms"]), (r["macs_per_sample"], r["error_pct"]),
-                            textcoords="offset points", xytext=(4, 4), fontsize=7)
+            x = [macs_of[task, point["total_atoms"]] for point in points]
+            y = [point["median_pct"] for point in points]
+            spread = [[m - point["min_pct"] for m, point in zip(y, points)],
+                      [point["max_pct"] - m for m, point in zip(y, points)]]
+            ax.errorbar(x, y, yerr=spread if several else None,
+                        marker=marker, capsize=3, label=name)
+            for point, xs, ys in zip(points, x, y):
+                ax.annotate(str(point["total_atoms"]), (xs, ys), textcoords="offset points", xytext=(4, 4),
+                            fontsize=7)
         ax.set_xscale("log")
         macs = sorted({r["macs_per_sample"] for r in rows if r["task"] == task})
         ax.set_xticks(macs, [f"{m / 1000:,.0f}k" for m in macs])  # the measured sizes, not powers of 10
         ax.xaxis.set_minor_formatter(NullFormatter())
         ax.set_xlabel("multiply-accumulates per sample")
-        ax.set_ylabel("test error %")
+        ax.set_ylabel("test error %" + " (median over seeds; bars: range)" * several)
         ax.set_title(f"{task.upper()} (labels: total atoms)")
         ax.grid(True, which="both", alpha=0.3)
         ax.legend(fontsize=8)
@@ -298,7 +375,11 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--quick", action="store_true",
                    help="tiny run to check the script: 2000 train rows, atoms 100,200, 2 DCA x 50 inner "
                         "iterations (explicit options still win)")
-    p.add_argument("--seed", type=int, default=0, help="random_state of every model and the subsample")
+    p.add_argument("--seed", type=_seed_list, default=[0], metavar="S|A-B|A,B,...",
+                   help="random_state of every model and the subsample; several seeds repeat every fit "
+                        "per seed and add a summary over seeds (default 0)")
+    p.add_argument("--parallel-fits", type=int, default=1, metavar="P",
+                   help="fits at a time, each in a fresh process (default 1: one after another in this one)")
     p.add_argument("--json", type=Path, default=None, metavar="PATH", help="also write the results here")
     p.add_argument("--plot", type=Path, default=None, metavar="PATH",
                    help="draw test error against MACs per sample here (e.g. .png)")
@@ -323,6 +404,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     bad = [t for t in args.total_atoms if t % 10]
     if bad:
         p.error(f"total atoms must be multiples of 10 (one-vs-all splits them over 10 heads), got {bad}")
+    if args.parallel_fits < 1:
+        p.error(f"--parallel-fits must be >= 1, got {args.parallel_fits}")
     if args.train_rows is not None and args.train_rows < 10:
         p.error(f"--train-rows must be >= 10, got {args.train_rows}")
     for name in args.datasets:
@@ -337,6 +420,20 @@ def _choice_list(text: str, choices: tuple[str, ...] | dict[str, str], what: str
     if unknown or not names:
         raise argparse.ArgumentTypeError(f"choose {what} from {','.join(choices)}, got {text!r}")
     return names
+
+
+def _seed_list(text: str) -> list[int]:
+    """``"3"``, ``"0,2,5"`` or ``"16-31"`` (both ends included) as distinct seeds >= 0."""
+    try:
+        seeds = []
+        for part in text.split(","):
+            first, _, last = part.strip().partition("-")
+            seeds += range(int(first), int(last or first) + 1)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a seed, A-B or A,B,..., got {text!r}") from None
+    if not seeds or min(seeds) < 0 or len(set(seeds)) < len(seeds):
+        raise argparse.ArgumentTypeError(f"expected distinct seeds >= 0, got {text!r}")
+    return seeds
 
 
 def _dataset_list(text: str) -> list[str]:
@@ -355,13 +452,62 @@ def write_json(args: argparse.Namespace, rows: list[dict[str, Any]], selections:
                               "sgd_iter": None, "latency_runs": LATENCY_RUNS})
 
 
-def print_table(rows: list[dict[str, Any]]) -> None:
+def print_table(rows: list[dict[str, Any]], parallel_fits: int = 1) -> None:
     print(harness.markdown_table(rows, COLUMNS))
     print("\nNotes: MACs/sample is the runtime's count (n x T + T x 10, dense weights); sparse MACs counts "
           "only W's non-zeros (shared: one per atom). Latency: lastedge.runtime.bench on the saved .npz, "
           f"numpy backend, one thread, p50 of {LATENCY_RUNS[0][1]} calls at batch 1 and "
-          f"{LATENCY_RUNS[1][1]} at batch 1000 (per row). Train time is one fit; test error on the full "
-          "test set.")
+          f"{LATENCY_RUNS[1][1]} at batch 1000 (per row)"
+          + f", measured beside up to {parallel_fits - 1} other fits" * (parallel_fits > 1)
+          + ". Train time is one fit; test error on the full test set.")
+    if len({row["seed"] for row in rows}) > 1:
+        print("\nOver seeds (test error %; minus one-vs-all: the same seed's one-vs-all fit of the same "
+              "total and copies subtracted, below zero is ahead):\n")
+        print(harness.markdown_table(seed_summary(rows), SUMMARY_COLUMNS))
+
+
+def planned_fits(args: argparse.Namespace) -> tuple[list[Fit], list[dict[str, Any]]]:
+    """Every fit these arguments ask for, in table order, and the ``--mu-grid`` choices behind them
+    (made here, per data set, seed and method, at the first total)."""
+    fits, selections = [], []
+    for task in args.datasets:
+        for seed in args.seed:
+            mus = {multiclass: args.mu for multiclass in args.methods}
+            for multiclass in args.methods if args.mu_grid else ():
+                mus[multiclass], scores = choose_mu(multiclass, args.total_atoms[0], task_data(task, args, seed),
+                                                    args, seed)
+                selections.append({"task": task, "method": multiclass, "seed": seed,
+                                   "total_atoms": args.total_atoms[0], "holdout_accuracy": scores,
+                                   "mu": mus[multiclass]})
+            fits += [Fit(task, seed, total, multiclass, mus[multiclass])
+                     for total in args.total_atoms for multiclass in args.methods]
+    return fits, selections
+
+
+def _fit_alone(index: int, fit: Fit, args: argparse.Namespace) -> tuple[int, dict[str, Any]]:
+    """One fit in a worker process of ``--parallel-fits``, which loads its own data."""
+    with tempfile.TemporaryDirectory() as tmp:
+        return index, run_one(fit, task_data(fit.task, args, fit.seed), args, Path(tmp))
+
+
+def run_fits(fits: list[Fit], args: argparse.Namespace) -> Iterator[tuple[int, dict[str, Any]]]:
+    """``(index in fits, row)`` as each fit ends: in this process one after another, or
+    ``--parallel-fits`` at a time, each in a fresh process (no fit inherits another's state)."""
+    if args.parallel_fits == 1:
+        data_key, data = None, ()
+        with tempfile.TemporaryDirectory() as tmp:
+            for index, fit in enumerate(fits):
+                if data_key != (fit.task, fit.seed):
+                    data_key, data = (fit.task, fit.seed), task_data(fit.task, args, fit.seed)
+                yield index, run_one(fit, data, args, Path(tmp))
+        return
+    # spawn: CUDA cannot run in a forked process. A fresh process per fit (Python >= 3.11) keeps
+    # one fit's state (a patched module, GPU memory) out of the next; a worker that dies raises here.
+    fresh = {"max_tasks_per_child": 1} if sys.version_info >= (3, 11) else {}
+    with ProcessPoolExecutor(min(args.parallel_fits, len(fits)), multiprocessing.get_context("spawn"),
+                             **fresh) as pool:
+        for done in as_completed([pool.submit(_fit_alone, index, fit, args) for index, fit in enumerate(fits)]):
+            yield done.result()
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -376,34 +522,24 @@ def main(argv: list[str] | None = None) -> int:
         if args.plot:
             plot(rows, args.plot)
         return 0
-    rows: list[dict[str, Any]] = []
-    selections: list[dict[str, Any]] = []
-    with tempfile.TemporaryDirectory() as tmp:
-        for task in args.datasets:
-            X_train, y_train, X_test, y_test = digits_task(task, args.data)
-            X_train, y_train = stratified_rows(X_train, y_train, args.train_rows, args.seed)
-            data = (X_train, y_train, X_test, y_test)
-            mus = {multiclass: args.mu for multiclass in args.methods}
-            for multiclass in args.methods if args.mu_grid else ():
-                mus[multiclass], scores = choose_mu(multiclass, args.total_atoms[0], data, args)
-                selections.append({"task": task, "method": multiclass, "total_atoms": args.total_atoms[0],
-                                   "holdout_accuracy": scores, "mu": mus[multiclass]})
-            for total in args.total_atoms:
-                for multiclass in args.methods:
-                    row = run_one(multiclass, total, data, task, args, Path(tmp), mus[multiclass])
-                    err = "failed" if row.get("error_pct") is None else f"{row['error_pct']:.2f} % error"
-                    print(f"  {task}: {multiclass} T={total}: {err}, {row['train_s']:.1f} s",
-                          file=sys.stderr, flush=True)
-                    rows.append(row)
-                    if args.json:  # after every row: a run stopped by a timeout keeps what it measured
-                        write_json(args, rows, selections)
+    fits, selections = planned_fits(args)
+    finished: dict[int, dict[str, Any]] = {}
+    for index, row in run_fits(fits, args):
+        finished[index] = row
+        fit = fits[index]
+        err = "failed" if row.get("error_pct") is None else f"{row['error_pct']:.2f} % error"
+        print(f"  [{len(finished)}/{len(fits)}] {fit.task}: {fit.multiclass} T={fit.total_atoms} seed {fit.seed}: "
+              f"{err}, {row['train_s']:.1f} s", file=sys.stderr, flush=True)
+        if args.json:  # after every fit: a run stopped by a timeout keeps what it measured
+            write_json(args, [finished[i] for i in sorted(finished)], selections)
+    rows = [finished[i] for i in sorted(finished)]
     n_train = ", ".join(f"{t} {r['n_train']} train / {r['n_test']} test"
                         for t, r in {r["task"]: r for r in rows}.items())
     print(f"Shared dictionary vs one-vs-all LAST at equal total atoms ({n_train}; {PREPROCESS}; "
           f"inner solver {args.inner_solver}, max {args.max_dca_iter} DCA iterations, inner iterations "
           f"{args.inner_iter or 'default'})" + ("; QUICK budgets, not results" if args.quick else "") + ".\n")
-    print_table(rows)
-    notes = harness.warning_lines([{**r, "n_atoms": r["total_atoms"]} for r in rows])
+    print_table(rows, args.parallel_fits)
+    notes = harness.warning_lines([{**r, "n_atoms": f"{r['total_atoms']}, seed {r['seed']}"} for r in rows])
     if notes:
         print("\nWarnings during fit:\n" + "\n".join(notes))
     if args.plot:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import json
 import sys
 from pathlib import Path
@@ -66,6 +67,56 @@ def test_quick_runs_merge_into_one_table_and_plot(shared_vs_ovr, tmp_path, capsy
     assert shared_vs_ovr.main(["--merge", parts[0], str(tmp_path / "other.json")]) == 2
     assert "trained usps with other budgets" in capsys.readouterr().err
     assert shared_vs_ovr.main(["--merge", str(tmp_path / "usps.npz")]) == 2
+
+
+def test_several_seeds_run_in_fresh_processes_and_are_summarised(shared_vs_ovr, tmp_path, capsys):
+    _write_usps_like(tmp_path)
+    out = tmp_path / "seeds.json"
+    assert shared_vs_ovr.main(["--quick", "--datasets", "usps", "--data", str(tmp_path), "--total-atoms", "100",
+                               "--seed", "1-2", "--parallel-fits", "2", "--json", str(out)]) == 0
+    printed = capsys.readouterr().out
+    rows = json.loads(out.read_text())["results"]
+    # table order whatever order the workers finished in: per seed, shared then one-vs-all
+    assert [(r["seed"], r["method"]) for r in rows] == [(1, "shared"), (1, "ovr"), (2, "shared"), (2, "ovr")]
+    assert all(0 <= r["error_pct"] <= 100 for r in rows)
+    assert "Over seeds" in printed and "| usps | shared dictionary | 100 | 2 |" in printed
+
+    # a file from before --seed took lists (one int seed in args, none in its rows) merges as that seed
+    old = json.loads(out.read_text())
+    old["args"]["seed"], old["results"] = 7, [{k: v for k, v in r.items() if k != "seed"} for r in rows[:2]]
+    (tmp_path / "old.json").write_text(json.dumps(old))
+    assert shared_vs_ovr.main(["--merge", str(out), str(tmp_path / "old.json")]) == 0
+    assert "| usps | shared dictionary | 100 | 3 |" in capsys.readouterr().out
+
+
+def _row(method: str, seed: int, error: float | None, shift_augment: int = 1) -> dict:
+    return {"task": "mnist", "method": method, "label": f"{method}, shifts {shift_augment}", "total_atoms": 400,
+            "seed": seed, "shift_augment": shift_augment, "error_pct": error}
+
+
+def test_seed_summary_pairs_each_seed_with_its_one_vs_all_fit(shared_vs_ovr):
+    rows = [_row("shared", 0, 1.0), _row("shared", 1, 1.2), _row("shared", 2, 0.9), _row("shared", 3, None),
+            _row("ovr", 0, 1.1), _row("ovr", 1, 1.2), _row("ovr", 2, 1.0), _row("ovr", 3, 1.3),
+            _row("ovr", 0, 0.5, shift_augment=0)]  # other training copies: never paired with the shared rows
+    shared, ovr, ovr_plain = shared_vs_ovr.seed_summary(rows)
+    assert (shared["n_seeds"], shared["median_pct"], shared["range_pct"]) == (3, 1.0, "0.90-1.20")
+    assert shared["mean_pct"] == pytest.approx(31 / 30)
+    # differences -0.1, 0, -0.1: mean -0.067, standard error 0.0577 / sqrt(3)
+    assert shared["minus_ovr"] == "-0.067 +- 0.033" and shared["seeds_ahead"] == "2 of 3 (1 level)"
+    assert (ovr["n_seeds"], ovr["median_pct"]) == (4, 1.15) and "minus_ovr" not in ovr
+    assert ovr_plain["n_seeds"] == 1
+
+
+@pytest.mark.parametrize(("text", "seeds"), [("3", [3]), ("0,2,5", [0, 2, 5]), ("16-18", [16, 17, 18]),
+                                              ("1-2,5", [1, 2, 5])])
+def test_seed_lists(shared_vs_ovr, text, seeds):
+    assert shared_vs_ovr._seed_list(text) == seeds
+
+
+@pytest.mark.parametrize("text", ["", "a", "3-1", "-1", "1,1", "0-2,2"])
+def test_seed_lists_refuse_what_names_no_distinct_seeds(shared_vs_ovr, text):
+    with pytest.raises(argparse.ArgumentTypeError, match="seed"):
+        shared_vs_ovr._seed_list(text)
 
 
 @pytest.mark.parametrize("option", [["--atoms-against", "0.5"], ["--ovr-hinge-weight", "1"], ["--hinge", "sum"],

@@ -47,7 +47,7 @@ def main(argv: list[str]) -> int:
 
     for task, (X, y, X_test, y_test), total, multiclass, clf in shared_vs_ovr.unfitted_models(args):
         record = {"task": task, "method": multiclass, "total_atoms": total, "mu": args.mu,
-                  "seed": args.seed}
+                  "seed": clf.random_state}
         start = time.time()
 
         def monitor(k: int, estimator: LASTClassifier) -> None:

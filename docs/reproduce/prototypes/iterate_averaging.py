@@ -114,7 +114,7 @@ def main(argv: list[str]) -> int:
     for task, (X, y, X_test, y_test), total, multiclass, clf in shared_vs_ovr.unfitted_models(args):
         record = {"task": task, "method": multiclass, "total_atoms": total, "mu": args.mu,
                   "atoms_against": args.atoms_against, "ovr_hinge_weight": args.ovr_hinge_weight,
-                  "seed": args.seed, "device": args.device}
+                  "seed": clf.random_state, "device": args.device}
         start = time.time()
 
         def report(k: int, errors: dict[str, float]) -> None:

@@ -7,7 +7,8 @@ class by class; the shared head (judged on all classes at once) never does. This
 
     python docs/reproduce/prototypes/late_step_cut.py --cut-at 8 [shared_vs_ovr.py arguments]
 
-Minibatch Adam only (the step it carries between DCA iterations is what is cut). Measured on MNIST
+Minibatch Adam only (the step it carries between DCA iterations is what is cut); the fits run in
+this process (the patch does not reach ``--parallel-fits`` workers, so that option is refused). Measured on MNIST
 at 4000 atoms it did not help (docs/results.md), so it stays a prototype, not an option.
 """
 
@@ -27,6 +28,8 @@ def main(argv: list[str]) -> int:
     if len(argv) < 2 or argv[0] != "--cut-at":
         raise SystemExit("usage: late_step_cut.py --cut-at K [shared_vs_ovr.py arguments]")
     cut_at = int(argv[1])
+    if any(arg.startswith("--parallel-fits") for arg in argv):
+        raise SystemExit("late_step_cut.py: --parallel-fits would fit in other processes, without the cut")
     resume = solvers.InnerSolver._resume
 
     def resume_with_cut(self: solvers.InnerSolver, *args, **kwargs):
