@@ -211,6 +211,23 @@ def test_tight_surrogate_gradient_matches_autograd(hinge):
     torch.testing.assert_close(-R.sum(1), v.grad)
 
 
+@pytest.mark.parametrize("hinge", objective.HINGES)
+@pytest.mark.parametrize("groups", [2, 3])
+def test_tight_surrogate_one_group_per_atom_shortcut_gives_the_general_values(hinge, groups):
+    """Binary, one-vs-all and plain shared heads take a cheaper formula; it must agree with the
+    general one (which mixes linearised and exact features for atoms in several groups)."""
+    X, targets, U_k, v_k, G = random_problem(11, groups=groups)
+    assert objective.has_one_group_per_atom(G)
+    U, v = U_k + 0.2, v_k * 0.8  # away from the anchor, so that linearised and exact features differ
+    shortcut = objective.tight_data_weights(X, targets, U, v, G, BETA, U_k, v_k, hinge, one_group_per_atom=True)
+    general = objective.tight_data_weights(X, targets, U, v, G, BETA, U_k, v_k, hinge, one_group_per_atom=False)
+    assert float(shortcut[0].sum()) > 0 and float(shortcut[1].abs().sum()) > 0
+    torch.testing.assert_close(shortcut, general)
+    against = random_problem(11, groups=3)[4].clone()
+    against[:, 0] = 1.0 - against[:, 0]  # the first atom votes against a class: in the two others' groups
+    assert not objective.has_one_group_per_atom(against)
+
+
 def test_line_search_keeps_the_dca_point_unless_the_objective_falls():
     from lastedge.train.dca import extrapolated_point
 

