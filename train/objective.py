@@ -268,9 +268,8 @@ def tight_data_weights(X: Tensor, targets: Tensor, U: Tensor, v: Tensor, groups:
     Where every atom is in one group and no one-vs-all hinges are added (binary and one-vs-all
     heads, a shared dictionary without atoms against), no target-group atom enters a rival's score,
     so the rivals are scored from the features themselves and the general case's mixing of
-    linearised and exact features is skipped: the same values in a fifth less time on one-vs-all
-    heads (136 against 165 ms a 1000-row MNIST minibatch, 10 x 400 atoms, one thread;
-    docs/results.md). ``one_group_per_atom``: whether that holds (None: read it from ``groups``).
+    linearised and exact features is skipped: the same values, 1.2x faster on one-vs-all heads
+    (``benchmarks/tight_majoriser.py``). ``one_group_per_atom``: whether that holds (None: read it from ``groups``).
     """
     if one_group_per_atom is None:
         one_group_per_atom = has_one_group_per_atom(groups)
