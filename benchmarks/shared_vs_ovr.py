@@ -271,16 +271,23 @@ def seed_summary(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
                                 "median_pct": float(np.median(errors)), "mean_pct": float(errors.mean()),
                                 "min_pct": float(errors.min()), "max_pct": float(errors.max()),
                                 "range_pct": f"{errors.min():.2f}-{errors.max():.2f}"}
-        keys = [(task, total, r.get("shift_augment", 0), r["seed"]) for r in members]
-        diffs = np.array([r["error_pct"] - ovr[key] for r, key in zip(members, keys) if key in ovr])
-        if members[0]["method"] != "ovr" and len(diffs):
-            level = np.isclose(diffs, 0.0)
-            se = f" +- {diffs.std(ddof=1) / np.sqrt(len(diffs)):.3f}" if len(diffs) > 1 else ""
-            line["minus_ovr"] = f"{diffs.mean():+.3f}{se}"
-            line["seeds_ahead"] = (f"{int(np.sum((diffs < 0) & ~level))} of {len(diffs)}"
-                                   + f" ({int(level.sum())} level)" * bool(level.any()))
+        if members[0]["method"] != "ovr":
+            line.update(_minus_ovr(members, ovr))
         summary.append(line)
     return summary
+
+
+def _minus_ovr(members: list[dict[str, Any]], ovr: dict[tuple[str, int, int, int], float]) -> dict[str, str]:
+    """Summary cells of a model's errors minus one-vs-all's, seed by seed (none without a pair)."""
+    keys = [(r["task"], r["total_atoms"], r.get("shift_augment", 0), r["seed"]) for r in members]
+    diffs = np.array([r["error_pct"] - ovr[key] for r, key in zip(members, keys) if key in ovr])
+    if not len(diffs):
+        return {}
+    level = np.isclose(diffs, 0.0)
+    se = f" +- {diffs.std(ddof=1) / np.sqrt(len(diffs)):.3f}" if len(diffs) > 1 else ""
+    return {"minus_ovr": f"{diffs.mean():+.3f}{se}",
+            "seeds_ahead": (f"{int(np.sum((diffs < 0) & ~level))} of {len(diffs)}"
+                            + f" ({int(level.sum())} level)" * bool(level.any()))}
 
 
 def plot(rows: list[dict[str, Any]], path: Path) -> None:
