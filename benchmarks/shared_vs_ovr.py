@@ -4,14 +4,15 @@
                                        [--train-rows N] [--max-dca-iter K] [--inner-solver S]
                                        [--batch-size B] [--n-jobs J] [--device D] [--tol TOL] [--mu MU]
                                        [--methods shared,ovr] [--hinge max|sum] [--shift-augment K]
-                                       [--atoms-against A] [--ovr-hinge-weight L]
+                                       [--atoms-against A] [--ovr-hinge-weight L] [--sub-dictionaries K]
                                        [--seed S | --seed A-B | --seed A,B,...] [--parallel-fits P]
                                        [--quick] [--json PATH] [--plot PATH] [--data ../shared/data]
     python benchmarks/shared_vs_ovr.py --merge A.json B.json ... [--plot PATH]
 
 For each data set and each total atom count T: ``multiclass="shared"`` (one dictionary of T atoms,
 each voting for one class, trained with the multi-class hinge ``--hinge``; ``--atoms-against`` and
-``--ovr-hinge-weight`` give it atoms voting against their class and one-vs-all's hinges) and
+``--ovr-hinge-weight`` give it atoms voting against their class and one-vs-all's hinges,
+``--sub-dictionaries`` trains its atoms as independent parts whose scores are averaged) and
 ``multiclass="ovr"`` (T / 10 atoms per class, 10 heads, T in all).
 Inputs centred and scaled to unit l2 norm per image (the paper's digits setting). Each model is
 fitted once (timed), scored on the full test set, exported with ``to_model`` and saved to a
@@ -63,7 +64,7 @@ DEFAULT_TOTAL_ATOMS = [100, 200, 400, 800, 1600, 4000]
 QUICK = {"train_rows": 2000, "total_atoms": [100, 200], "max_dca_iter": 2, "inner_iter": 50}
 # Options of the shared model alone, with their defaults: one-vs-all runs refuse any other value.
 SHARED_ONLY_DEFAULTS = {"hinge": LASTClassifier().hinge, "atoms_per_class": LASTClassifier().atoms_per_class,
-                        "atoms_against": 0.0, "ovr_hinge_weight": 0.0}
+                        "atoms_against": 0.0, "ovr_hinge_weight": 0.0, "sub_dictionaries": 1}
 # Arguments that must agree, per data set, between files joined by --merge (seeds may differ).
 BUDGET_ARGS = ("train_rows", "max_dca_iter", "inner_iter", "inner_solver", "batch_size", "tol",
                "early_stopping")
@@ -110,6 +111,7 @@ def build(multiclass: str, total_atoms: int, n_classes: int, args: argparse.Name
     return LASTClassifier(harness.atoms_per_head(multiclass, total_atoms, n_classes), multiclass=multiclass,
                           hinge=args.hinge, atoms_per_class=args.atoms_per_class,
                           atoms_against=args.atoms_against, ovr_hinge_weight=args.ovr_hinge_weight,
+                          sub_dictionaries=args.sub_dictionaries,
                           preprocess=PREPROCESS,
                           shift_augment=args.shift_augment, image_shape=(image_side, image_side),
                           inner_solver=args.inner_solver, max_dca_iter=args.max_dca_iter,
@@ -167,7 +169,7 @@ def image_side(X: np.ndarray) -> int:
 
 
 def label(multiclass: str, hinge: str, shift_augment: int = 0, atoms_against: float = 0.0,
-          ovr_hinge_weight: float = 0.0, atoms_per_class: str | None = None) -> str:
+          ovr_hinge_weight: float = 0.0, atoms_per_class: str | None = None, sub_dictionaries: int = 1) -> str:
     """Table and plot name of a method; the shared model names its loss where it is not the
     default, and models trained on shifted copies say so."""
     loss = []
@@ -178,6 +180,7 @@ def label(multiclass: str, hinge: str, shift_augment: int = 0, atoms_against: fl
         loss += [f"ovr hinges x{ovr_hinge_weight:g}"] * bool(ovr_hinge_weight)
         per_class = atoms_per_class or default.atoms_per_class
         loss += [f"{per_class} atoms per class"] * (per_class != default.atoms_per_class)
+        loss += [f"{sub_dictionaries} sub-dictionaries"] * (sub_dictionaries > 1)
     return (MULTICLASS[multiclass] + (f" ({', '.join(loss)})" if loss else "")
             + (f", shifts <= {shift_augment} px" if shift_augment else ""))
 
@@ -192,7 +195,7 @@ def run_one(fit: Fit, data: tuple[np.ndarray, ...], args: argparse.Namespace, fo
                       for name in SHARED_ONLY_DEFAULTS}
     row: dict[str, Any] = {"task": fit.task, "method": multiclass, "seed": fit.seed,
                            "label": label(multiclass, args.hinge, args.shift_augment, args.atoms_against,
-                                          args.ovr_hinge_weight, args.atoms_per_class),
+                                          args.ovr_hinge_weight, args.atoms_per_class, args.sub_dictionaries),
                            "total_atoms": total_atoms, "atoms_per_head": clf.n_atoms, "mu": mu,
                            **shared_options, "shift_augment": args.shift_augment,
                            "n_train": len(y_train), "n_test": len(y_test)}
@@ -372,6 +375,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                    help="shared model: share of each class's atoms voting against it (default 0)")
     p.add_argument("--ovr-hinge-weight", type=float, default=SHARED_ONLY_DEFAULTS["ovr_hinge_weight"], metavar="L",
                    help="shared model: weight of one-vs-all's binary hinges added to its loss (default 0)")
+    p.add_argument("--sub-dictionaries", type=int, default=SHARED_ONLY_DEFAULTS["sub_dictionaries"], metavar="K",
+                   help="shared model: train its atoms as K independent dictionaries, scores averaged "
+                        "(default 1)")
     p.add_argument("--shift-augment", type=int, default=0, metavar="K",
                    help="train also on copies of every training image moved 1..K pixels up, down, left "
                         "and right (default 0: none)")

@@ -140,6 +140,15 @@ def test_train_shared_atoms_against_their_class_with_one_vs_all_hinges(capsys, t
     assert (model.meta["params"]["atoms_against"], model.meta["params"]["ovr_hinge_weight"]) == (0.5, 1.0)
 
 
+def test_train_shared_dictionary_in_independent_parts(capsys, tmp_path):
+    code, _, err = run(capsys, "train", "--data", "digits", *TINY, "--atoms", "40", "--multiclass", "shared",
+                       "--sub-dictionaries", "2", "--quiet", "--out", tmp_path / "s.npz")
+    assert code == 0, err
+    model = Model.load(tmp_path / "s.npz")
+    assert model.n_atoms == 40 and np.all(np.count_nonzero(model.weights, axis=1) == 1)
+    assert model.meta["params"]["sub_dictionaries"] == 2
+
+
 def test_train_on_shifted_copies_of_npz_images(capsys, tmp_path, digits_data):
     np.savez(tmp_path / "d.npz", X_train=digits_data.X_train, y_train=digits_data.y_train)
     code, _, err = run(capsys, "train", "--data", tmp_path / "d.npz", *TINY, "--atoms", "12",
@@ -334,6 +343,11 @@ def mark_encrypted(path: Path) -> Path:
      "--ovr-hinge-weight applies to --multiclass shared only"),
     (["train", "--data", "digits", *TINY, "--atoms-against", "0,0.5", "--out", "{d}/m.npz"],
      "--atoms-against applies to --multiclass shared only"),
+    (["train", "--data", "digits", *TINY, "--sub-dictionaries", "2", "--out", "{d}/m.npz"],
+     "--sub-dictionaries applies to --multiclass shared only"),
+    (["train", "--data", "digits", *TINY, "--atoms", "25", "--multiclass", "shared", "--sub-dictionaries", "2",
+      "--out", "{d}/m.npz"],
+     "sub_dictionaries=2 needs n_atoms to split into 2 equal parts of at least 10 atoms"),
     (["train", "--data", "digits", *TINY, "--atoms", "20", "--multiclass", "shared", "--atoms-against", "0,1",
       "--out", "{d}/m.npz"],
      r"atoms_against must be a finite number in \[0, 1\), got 1.0"),
@@ -379,7 +393,8 @@ def mark_encrypted(path: Path) -> Path:
     (["inspect", "{model}", "--atoms", "{d}/a.png", "--image-shape", "8by8"], "image shape must be HxW"),
 ], ids=["missing-data", "zero-atoms", "out-not-npz", "out-folder", "out-is-a-folder", "out-folder-not-writable", "unknown-data-format",
         "option-of-other-method", "options-of-other-method", "hinge-without-shared", "ovr-hinge-without-shared",
-        "atoms-against-grid-without-shared", "atoms-against-grid-out-of-range",
+        "atoms-against-grid-without-shared", "sub-dictionaries-without-shared", "sub-dictionaries-uneven",
+        "atoms-against-grid-out-of-range",
         "mu-grid-class-too-small",
         "shift-without-images", "image-shape-of-images", "train-image-shape-wrong-size", "shift-with-sgd", "bad-device",
         "zero-threads", "plot-format", "plot-folder", "corrupt-model", "encrypted-model", "encrypted-data", "encrypted-calibration", "wrong-width", "no-labels-not-csv", "predictions-not-csv",

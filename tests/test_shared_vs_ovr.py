@@ -120,7 +120,7 @@ def test_seed_lists_refuse_what_names_no_distinct_seeds(shared_vs_ovr, text):
 
 
 @pytest.mark.parametrize("option", [["--atoms-against", "0.5"], ["--ovr-hinge-weight", "1"], ["--hinge", "sum"],
-                                    ["--atoms-per-class", "equal"]])
+                                    ["--atoms-per-class", "equal"], ["--sub-dictionaries", "2"]])
 def test_one_vs_all_alone_refuses_the_shared_models_options(shared_vs_ovr, tmp_path, capsys, option):
     """A one-vs-all run would ignore them and still record them in its JSON, so it refuses them."""
     _write_usps_like(tmp_path)
@@ -138,9 +138,19 @@ def test_unfitted_models_follow_the_arguments(shared_vs_ovr, tmp_path):
     assert [(task, total, method) for task, _, total, method, _ in models] == [
         ("usps", 100, "shared"), ("usps", 100, "ovr"), ("usps", 200, "shared"), ("usps", 200, "ovr")]
     (X, y, X_test, y_test), estimator = models[-1][1], models[-1][4]
-    assert (len(X), len(y), len(X_test)) == (300, 300, 200)
+    assert (len(X), len(y), len(X_test), len(y_test)) == (300, 300, 200, 200)
     assert estimator.n_atoms == 20 and estimator.mu == 0.5 and estimator.random_state == 3
     assert not hasattr(estimator, "model_")
+
+
+def test_sub_dictionaries_reach_the_shared_model_and_its_label(shared_vs_ovr, tmp_path):
+    _write_usps_like(tmp_path)
+    args = shared_vs_ovr.parse_args(["--datasets", "usps", "--data", str(tmp_path), "--total-atoms", "100",
+                                     "--methods", "shared", "--sub-dictionaries", "2"])
+    (_, _, _, _, estimator), = shared_vs_ovr.unfitted_models(args)
+    assert estimator.sub_dictionaries == 2 and estimator.n_atoms == 100
+    assert shared_vs_ovr.label("shared", "max", sub_dictionaries=2) == "shared dictionary (2 sub-dictionaries)"
+    assert shared_vs_ovr.label("shared", "max") == "shared dictionary"
 
 
 def test_train_device_quick_run_times_every_device(tmp_path, capsys):

@@ -138,15 +138,17 @@ class SoftThresholdBase(ModelBackedClassifier, TransformerMixin, ClassifierMixin
         """Keep the learned ``D = U / v`` and output weights; build the Model.
 
         Two groups (a binary head): ``w = s * v``, the score is positive-group minus negative-group.
-        More groups (one shared dictionary): atom j adds ``v_j`` to the score of the class it votes
+        More groups (a shared dictionary): atom j adds ``v_j`` to the score of the class it votes
         for, or ``-v_j`` to the class it votes against (the class scores ``s`` of
         :func:`objective.atom_votes`: the group scores trained on, less one constant per sample).
+        Several shared heads (``sub_dictionaries``) are joined side by side, their scores averaged.
         """
         n_heads, n_features, n_atoms = U.shape
         D = U / v[:, None, :]
         self.dictionary_ = np.concatenate(list(D), axis=1).astype(np.float32)
         if groups.shape[-1] > 2:
-            self.coef_ = (atom_votes(groups[0]) * v[0][:, None]).astype(np.float32)
+            votes = atom_votes(groups) * (v / n_heads)[..., None]  # [H, N, C]
+            self.coef_ = votes.reshape(n_heads * n_atoms, -1).astype(np.float32)
         else:
             signed_v = (groups[..., 1] - groups[..., 0]) * v  # [H, N]
             self.coef_ = np.zeros((n_heads * n_atoms, n_heads), dtype=np.float32)

@@ -66,6 +66,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--ovr-hinge-weight", type=_grid_values, default=None, metavar="L[,L...]",
                    help="LAST only, --multiclass shared: weight of one-vs-all's hinges added to the "
                         "multi-class hinge (default 0; several values are chosen as --mu's are)")
+    p.add_argument("--sub-dictionaries", type=int, default=None, metavar="K",
+                   help="LAST only, --multiclass shared: train the atoms as K independent dictionaries "
+                        "of --atoms / K atoms whose class scores are averaged (default 1; the model "
+                        "file is the same shape)")
     p.add_argument("--max-iter", type=int, default=None, metavar="N",
                    help="sgd/adam only: iterations of the final run (default: the paper's 250000)")
     p.add_argument("--early-stopping", action="store_true",
@@ -169,12 +173,13 @@ def make_estimator(args: argparse.Namespace) -> Any:
     last_only = {"inner_solver": args.inner_solver, "max_dca_iter": args.max_dca_iter,
                  "inner_iter": args.inner_iter, "mu": first["mu"], "multiclass": args.multiclass,
                  "hinge": args.hinge, "atoms_against": first["atoms_against"],
-                 "ovr_hinge_weight": first["ovr_hinge_weight"], "early_stopping": args.early_stopping or None,
+                 "ovr_hinge_weight": first["ovr_hinge_weight"], "sub_dictionaries": args.sub_dictionaries,
+                 "early_stopping": args.early_stopping or None,
                  "shift_augment": args.shift_augment}
     if args.method == "last":
         if args.max_iter is not None:
             raise ValueError("--max-iter applies to --method sgd/adam; LAST uses --max-dca-iter")
-        shared_only = [name for name in ("hinge", "atoms_against", "ovr_hinge_weight")
+        shared_only = [name for name in ("hinge", "atoms_against", "ovr_hinge_weight", "sub_dictionaries")
                        if getattr(args, name) is not None]
         if shared_only and args.multiclass != "shared":
             raise ValueError(f"--{shared_only[0].replace('_', '-')} applies to --multiclass shared only")
