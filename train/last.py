@@ -117,8 +117,8 @@ class LASTClassifier(SoftThresholdBase):
         minibatches and shifted copies, 100, 200 and 1600 shared atoms beat one-vs-all with the
         same total atoms in each of 12 seeds, 800 in 11, 400 led on median (inside the noise), and
         at 4000 one-vs-all was ahead (by 0.02 points over 16 seeds, 0.04 over 8 more after the
-        step-grid fix; the plain shared model trails from 400 on); on scikit-learn's small digits
-        it did not help (docs/results.md).
+        step-grid fix, level with ``sub_dictionaries=2``; the plain shared model trails from 400
+        on); on scikit-learn's small digits it did not help (docs/results.md).
         ``lastedge train`` can choose both on a hold-out (``selection.choose_params``).
     sub_dictionaries : int, default=1
         With "shared": train the ``n_atoms`` as this many independent dictionaries of
