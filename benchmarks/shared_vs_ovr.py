@@ -52,6 +52,7 @@ from sklearn.model_selection import train_test_split
 import harness
 from lastedge.runtime import bench
 from lastedge.train import LASTClassifier
+from lastedge.train.curves import head_histories
 from lastedge.train.objective import HINGES
 from lastedge.train.problem import ATOMS_PER_CLASS
 from lastedge.train import selection
@@ -213,8 +214,7 @@ def run_one(fit: Fit, data: tuple[np.ndarray, ...], args: argparse.Namespace, fo
     row["error_pct"] = 100.0 * float(np.mean(clf.predict(X_test) != y_test))
     row["zeros_pct"] = 100.0 * clf.feature_sparsity(X_test)
     row["notes"] = f"mu={mu:g}, " * bool(mu) + harness._notes(clf)
-    heads = clf.history_ if multiclass == "ovr" else [clf.history_]
-    row["dca_steps"] = [[record["step"] for record in head] for head in heads]
+    row["dca_steps"] = [[record["step"] for record in head] for head in head_histories(clf.history_)]
     model = clf.to_model()
     row["model_atoms"] = model.n_atoms
     row["macs_per_sample"] = model.macs_per_sample

@@ -143,6 +143,17 @@ def test_unfitted_models_follow_the_arguments(shared_vs_ovr, tmp_path):
     assert not hasattr(estimator, "model_")
 
 
+def test_a_quick_run_records_the_steps_of_every_sub_dictionary(shared_vs_ovr, tmp_path, capsys):
+    _write_usps_like(tmp_path)
+    out = tmp_path / "parts.json"
+    shared_vs_ovr.main(["--quick", "--datasets", "usps", "--data", str(tmp_path), "--methods", "shared",
+                        "--total-atoms", "100", "--sub-dictionaries", "2", "--json", str(out)])
+    (row,) = json.loads(out.read_text())["results"]
+    assert "FAILED" not in row["notes"] and row["model_atoms"] == 100
+    assert len(row["dca_steps"]) == 2 and row["label"] == "shared dictionary (2 sub-dictionaries)"
+    assert "2 sub-dictionaries" in capsys.readouterr().out
+
+
 def test_sub_dictionaries_reach_the_shared_model_and_its_label(shared_vs_ovr, tmp_path):
     _write_usps_like(tmp_path)
     args = shared_vs_ovr.parse_args(["--datasets", "usps", "--data", str(tmp_path), "--total-atoms", "100",
