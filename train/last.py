@@ -283,7 +283,7 @@ class LASTClassifier(SoftThresholdBase):
     def _layout(self, y_index: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         if self._shares_dictionary():
             members = int(self.sub_dictionaries)
-            if self.n_atoms % members or self.n_atoms // members < len(self.classes_):
+            if members > 1 and (self.n_atoms % members or self.n_atoms // members < len(self.classes_)):
                 raise ValueError(f"sub_dictionaries={members} needs n_atoms to split into {members} "
                                  f"equal parts of at least {len(self.classes_)} atoms (one per class), "
                                  f"got n_atoms={self.n_atoms}")
