@@ -71,5 +71,6 @@ def main() -> None:
         old, new = statistics.median(times[False]), statistics.median(times[True])
         print(f"| {name} | {old:.1f} | {new:.1f} | {old / new:.2f}x |")
 
+
 if __name__ == "__main__":
     main()

@@ -36,6 +36,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[3] / "benchmarks"))
 import shared_vs_ovr  # noqa: E402
 
 from lastedge.train import LASTClassifier, last  # noqa: E402
+from lastedge.train.curves import head_histories  # noqa: E402
 
 
 def _usage() -> SystemExit:
@@ -131,7 +132,7 @@ def main(argv: list[str]) -> int:
             clf.fit(X, y, monitor=lambda k, estimator: None)
         finally:
             last.run_dca = run_dca
-        history = clf.history_ if isinstance(clf.history_[0], list) else [clf.history_]
+        history = head_histories(clf.history_)
         final_error = round(100 * float(np.mean(clf.predict(X_test) != y_test)), 3)
         append({**record, "final": True, "test_error_pct": final_error,
                 "steps": [[r["step"] for r in head] for head in history],
