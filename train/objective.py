@@ -148,11 +148,12 @@ def hinge_losses(X: Tensor, targets: Tensor, U: Tensor, v: Tensor, groups: Tenso
 def _losses(Q: Tensor, targets: Tensor, groups: Tensor, hinge: str, ovr_weight: float
             ) -> tuple[Tensor, Tensor]:
     """Per-sample losses [H, m] of the smoothed features ``Q`` and the target scores ``S_t``."""
-    S = Q @ groups
-    target_score = _target_scores(S, targets)
-    losses = _rival_terms(S, target_score, targets, hinge)[0]
+    n_groups = groups.shape[-1]
+    scores = Q @ _score_weights(groups, ovr_weight)
+    target_score = _target_scores(scores[..., :n_groups], targets)
+    losses = _rival_terms(scores[..., :n_groups], target_score, targets, hinge)[0]
     if ovr_weight:
-        losses = losses + ovr_weight * _ovr_hinges(Q @ atom_votes(groups), targets)[0]
+        losses = losses + ovr_weight * _ovr_hinges(scores[..., n_groups:], targets)[0]
     return losses, target_score
 
 
@@ -229,25 +230,32 @@ def g_data_weights(X: Tensor, targets: Tensor, U: Tensor, v: Tensor, groups: Ten
     Where a margin term is exactly 0 the target group's gradient is taken (a valid subgradient).
     """
     Z = pre_activations(X, U, v)
-    Q = smooth_relu(Z, beta)
-    S = Q @ groups
+    weights = _score_weights(groups, ovr_weight)
+    scores = smooth_relu(Z, beta) @ weights
+    S = scores[..., :groups.shape[-1]]
     target_score = _target_scores(S, targets)
     losses, A = _rival_terms(S, target_score, targets, hinge)
     k = _h_weight(groups, hinge, ovr_weight)
     # d terms / dS: A on the rivals, k - (active rivals) on the target group.
     dS = A.scatter_add_(-1, targets[..., None], (k - A.sum(dim=-1))[..., None])
-    terms, dQ = k * target_score + losses, dS @ groups.transpose(1, 2)
+    terms = k * target_score + losses
     if ovr_weight:
-        terms, dQ = _add_ovr_hinges(terms, dQ, Q, targets, groups, ovr_weight)
-    return terms, torch.sigmoid(beta * Z).mul_(dQ)
+        terms, dS = _add_ovr_hinges(terms, dS, scores, targets, ovr_weight)
+    return terms, torch.sigmoid(beta * Z).mul_(dS @ weights.transpose(1, 2))
 
 
-def _add_ovr_hinges(terms: Tensor, dQ: Tensor, Q: Tensor, targets: Tensor, groups: Tensor,
-                    ovr_weight: float) -> tuple[Tensor, Tensor]:
-    """``terms + lam * ovr hinges`` of the features ``Q``, and ``dQ`` plus their derivative by ``Q``."""
-    votes = atom_votes(groups)
-    ovr, ds = _ovr_hinges(Q @ votes, targets)
-    return terms + ovr_weight * ovr, dQ.add_(ds @ votes.transpose(1, 2), alpha=ovr_weight)
+def _score_weights(groups: Tensor, ovr_weight: float) -> Tensor:
+    """The group table [H, N, G], with the atoms' class votes beside it ([H, N, 2G]) when
+    one-vs-all's hinges are added: one product ``Q @ weights`` gives every score the loss needs."""
+    return torch.cat([groups, atom_votes(groups)], dim=-1) if ovr_weight else groups
+
+
+def _add_ovr_hinges(terms: Tensor, dS: Tensor, scores: Tensor, targets: Tensor, ovr_weight: float
+                    ) -> tuple[Tensor, Tensor]:
+    """``terms + lam * ovr hinges`` of the class votes ``scores[..., G:]`` (G: ``dS``'s groups), and
+    ``dS`` extended by their derivative: the derivative by all the ``scores``."""
+    ovr, d_votes = _ovr_hinges(scores[..., dS.shape[-1]:], targets)
+    return terms + ovr_weight * ovr, torch.cat([dS, d_votes.mul_(ovr_weight)], dim=-1)
 
 
 def tight_data_weights(X: Tensor, targets: Tensor, U: Tensor, v: Tensor, groups: Tensor, beta: float,
@@ -278,23 +286,26 @@ def tight_data_weights(X: Tensor, targets: Tensor, U: Tensor, v: Tensor, groups:
     target_mask = _group_mask(groups, targets)
     slope_k = torch.sigmoid(beta * Z_k).mul_(target_mask)
     Q_k = smooth_relu(Z_k, beta)
-    target_k = (Q_k * target_mask).sum(dim=-1)
-    step = slope_k * (Z - Z_k)
-    linearised_target = target_k + step.sum(dim=-1)
+    step = (Z - Z_k).mul_(slope_k)
+    linearised_target = (Q_k * target_mask).sum(dim=-1) + step.sum(dim=-1)
     if one_group_per_atom and not ovr_weight:
         terms, A = _rival_terms(smooth_relu(Z, beta) @ groups, linearised_target, targets, hinge)
         # d terms / dQ: A on the rivals' atoms; minus the active rivals on the (linearised) target's
         R = torch.sigmoid(beta * Z).mul_(A @ groups.transpose(1, 2))
         return terms, R.sub_(slope_k.mul_(A.sum(dim=-1, keepdim=True)))
-    on_target = target_mask > 0
-    slope = torch.sigmoid(beta * Z)
-    Q = torch.where(on_target, Q_k + step, smooth_relu(Z, beta))  # target group's atoms linearised
-    terms, A = _rival_terms(Q @ groups, linearised_target, targets, hinge)
+    # The target group's atoms linearised, the others exact: lerp with weights 0 and 1 picks
+    # exactly, several times faster than torch.where on CPU.
+    Q = smooth_relu(Z, beta).lerp_(Q_k.add_(step), target_mask)
+    weights = _score_weights(groups, ovr_weight)
+    scores = Q @ weights
+    terms, A = _rival_terms(scores[..., :groups.shape[-1]], linearised_target, targets, hinge)
     dS = A.scatter_add_(-1, targets[..., None], -A.sum(dim=-1, keepdim=True))
-    dQ = dS @ groups.transpose(1, 2)
     if ovr_weight:
-        terms, dQ = _add_ovr_hinges(terms, dQ, Q, targets, groups, ovr_weight)
-    return terms, torch.where(on_target, slope_k, slope).mul_(dQ)
+        terms, dS = _add_ovr_hinges(terms, dS, scores, targets, ovr_weight)
+    R = torch.sigmoid(beta * Z).lerp_(slope_k, target_mask).mul_(dS @ weights.transpose(1, 2))
+    # in row order whatever the layout of X U (several heads of few atoms: a view), so that sums
+    # over its rows add in the same order for every number of heads
+    return terms, R.contiguous()
 
 
 def has_one_group_per_atom(groups: Tensor) -> bool:
@@ -303,7 +314,11 @@ def has_one_group_per_atom(groups: Tensor) -> bool:
 
 
 def _group_mask(groups: Tensor, chosen: Tensor) -> Tensor:
-    """[H, m, N] mask: 1 where atom j belongs to the group ``chosen[h, i]``."""
-    by_group = groups.transpose(1, 2)  # [H, G, N]
-    index = chosen[:, :, None].expand(-1, -1, by_group.shape[-1])
-    return by_group.gather(1, index)
+    """[H, m, N] mask: 1 where atom j belongs to the group ``chosen[h, i]``.
+
+    Rows of the contiguous [H, G, N] group table picked by index: 3x faster than a gather, whose
+    index tensor is as large as the mask.
+    """
+    by_group = groups.transpose(1, 2).contiguous()  # [H, G, N]
+    heads = torch.arange(by_group.shape[0], device=by_group.device)[:, None]
+    return by_group[heads, chosen]
