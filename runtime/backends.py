@@ -24,7 +24,7 @@ import numpy as np
 
 from .blas import blas_threads, openblas
 from .files import METADATA_KEY, parse_header, tflite_metadata
-from .model import Model, check_input, count_macs, in_row_blocks, labels_from_scores
+from .model import Model, check_input, check_scores, count_macs, in_row_blocks, labels_from_scores
 from .native_log import without_native_lines
 from .preprocess import Preprocess
 from .tflite_check import check_tflite_structure
@@ -67,7 +67,7 @@ class Predictor:
         if len(X) == 0:
             scores = np.empty((0, self.n_outputs), dtype=np.float32)
         else:
-            scores = in_row_blocks(self._score_raw, X, max(self.n_features, self.n_atoms or 0))
+            scores = check_scores(in_row_blocks(self._score_raw, X, max(self.n_features, self.n_atoms or 0)))
         return scores[:, 0] if self.n_outputs == 1 else scores
 
     def predict(self, X: Any) -> np.ndarray:
@@ -75,9 +75,14 @@ class Predictor:
         return labels_from_scores(self.classes, self.decision_function(X))
 
     def _score_raw(self, X: np.ndarray) -> np.ndarray:
-        """Scores of raw rows: the file's preprocessing unless its graph holds it, one backend call."""
+        """Scores of raw rows: the file's preprocessing unless its graph holds it, one backend call
+        whose scores must be [rows, n_outputs] (a graph can declare one shape and compute another)."""
         Z = X.astype(np.float32, copy=False) if self.preprocess_in_graph else self.preprocess.apply(X)
-        return self._scores(np.ascontiguousarray(Z))
+        scores = self._scores(np.ascontiguousarray(Z))
+        if scores.shape != (len(X), self.n_outputs):
+            raise ValueError(f"{self.path} gave scores of shape {scores.shape} for {len(X)} row(s), "
+                             f"not ({len(X)}, {self.n_outputs})")
+        return scores
 
     def _scores(self, Z: np.ndarray) -> np.ndarray:
         """Raw scores [n, n_outputs] of preprocessed float32 rows (n >= 1)."""
@@ -139,11 +144,12 @@ class OnnxPredictor(Predictor):
             raise ValueError(f"{path} is not a readable ONNX model ({_first_line(err)})") from None
         header = parse_header(metadata, str(path))
         inputs, outputs = session.get_inputs(), session.get_outputs()
-        n_features = inputs[0].shape[-1]
-        if len(inputs) != 1 or inputs[0].type != "tensor(float)" or not isinstance(n_features, int):
+        n_features = inputs[0].shape[-1] if len(inputs) == 1 and inputs[0].shape else None
+        if not isinstance(n_features, int) or inputs[0].type != "tensor(float)":
             raise ValueError(f"{path}: expected one float input [batch, n_features], got "
                              f"{[(i.name, i.type, i.shape) for i in inputs]}")
-        header.check_graph(n_features, outputs[0].shape[-1] if outputs[0].shape else None, str(path))
+        header.check_graph(n_features, outputs[0].shape[-1] if outputs and outputs[0].shape else None,
+                           str(path))
         super().__init__(path=path, classes=header.classes, n_features=n_features,
                          n_outputs=header.n_outputs, preprocess=header.preprocess,
                          preprocess_in_graph=header.preprocess_in_graph, threads=threads,

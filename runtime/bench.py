@@ -51,8 +51,8 @@ def bench(sources: Sequence[str | os.PathLike | Predictor], *, batch_sizes: Sequ
     """
     runs, seconds = _check_budget(runs, seconds)
     batch_sizes = _check_batch_sizes(batch_sizes)
-    if warmup < 0:
-        raise ValueError(f"warmup must be >= 0, got {warmup}")
+    if not _is_count(warmup, 0):
+        raise ValueError(f"warmup must be an integer >= 0, got {warmup!r}")
     with pinned(cpus):
         rows, predictors = [], []
         for source in sources:
@@ -168,19 +168,23 @@ def _batch(n_features: int, batch: int, X: np.ndarray | None, seed: int) -> np.n
 def _check_budget(runs: int | None, seconds: float | None) -> tuple[int | None, float | None]:
     if runs is not None and seconds is not None:
         raise ValueError("give runs or seconds, not both")
-    if runs is not None and runs < 1:
-        raise ValueError(f"runs must be >= 1, got {runs}")
-    if seconds is not None and not 0 < seconds < math.inf:
-        raise ValueError(f"seconds must be a finite number > 0, got {seconds}")
+    if runs is not None and not _is_count(runs, 1):
+        raise ValueError(f"runs must be an integer >= 1, got {runs!r}")
+    if seconds is not None and not (isinstance(seconds, (int, float, np.number)) and 0 < seconds < math.inf):
+        raise ValueError(f"seconds must be a finite number > 0, got {seconds!r}")
     return runs, (1.0 if runs is None and seconds is None else seconds)
 
 
 def _check_batch_sizes(batch_sizes: Sequence[int]) -> list[int]:
     sizes = list(batch_sizes)
-    if not sizes or any(isinstance(b, bool) or not isinstance(b, (int, np.integer)) or b < 1
-                        for b in sizes):
+    if not sizes or not all(_is_count(b, 1) for b in sizes):
         raise ValueError(f"batch sizes must be positive integers, got {sizes}")
     return [int(b) for b in sizes]
+
+
+def _is_count(value: Any, least: int) -> bool:
+    """Whether ``value`` is an integer (a bool is none) of at least ``least``."""
+    return isinstance(value, (int, np.integer)) and not isinstance(value, bool) and value >= least
 
 
 @contextmanager

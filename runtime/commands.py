@@ -186,14 +186,17 @@ def run_predict(args: argparse.Namespace) -> int:
 
 def as_class_labels(y: np.ndarray, classes: np.ndarray) -> np.ndarray:
     """True labels in the kind of the model's classes, so that 7, 7.0 and "7" name one class
-    (a CSV written by ``np.savetxt`` holds "7.000e+00"; a model trained on text labels has "7")."""
-    from .data import label_array
-
+    (a CSV written by ``np.savetxt`` holds "7.000e+00"; a model trained on text labels has "7").
+    Text that names no class by its value (a label the model does not know) stays text."""
     if classes.dtype.kind == "U" and y.dtype.kind in "biuf":
         whole = y.dtype.kind == "f" and np.all(np.mod(y, 1) == 0)
         return (y.astype(np.int64) if whole else y).astype(str)
     if classes.dtype.kind in "biuf" and y.dtype.kind == "U":
-        return label_array(y.tolist())
+        from .data import DECIMAL
+
+        by_value = {float(c): c for c in classes.tolist()}
+        return np.array([by_value.get(float(text), text) if DECIMAL.fullmatch(text.strip()) else text
+                         for text in y.tolist()], dtype=object)
     return y
 
 

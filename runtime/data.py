@@ -154,6 +154,8 @@ def _load_npz(path: Path) -> Dataset:
         except (*NPZ_ERRORS, ValueError) as err:
             raise ValueError(f"cannot read the arrays of {path.name}: {err}") from None
     _check_part(arrays["X_train"], arrays["y_train"], f"{path.name} X_train/y_train")
+    if not len(arrays["X_train"]):
+        raise ValueError(f"{path.name}: X_train has no rows")
     n_features = arrays["X_train"].shape[1]
     X_test = arrays.get("X_test", np.empty((0, n_features)))
     y_test = arrays.get("y_test", np.empty(0, dtype=arrays["y_train"].dtype))
@@ -169,6 +171,8 @@ def _check_part(X: np.ndarray, y: np.ndarray, what: str) -> None:
                          f"got shapes {X.shape} and {y.shape}")
     if X.dtype.kind not in "biuf":
         raise ValueError(f"{what}: features must be numbers, got dtype {X.dtype}")
+    if y.dtype.kind not in "biufU":  # what a model's classes may be (bytes, dates, complex are not)
+        raise ValueError(f"{what}: labels must be numbers or strings, got dtype {y.dtype}")
     if y.dtype.kind == "f" and not np.all(np.isfinite(y)):
         raise ValueError(f"{what}: a label is NaN or infinite")
 
@@ -217,7 +221,7 @@ def label_array(labels: list[str]) -> np.ndarray:
     """Labels read as text (CSV cells, folder names): integers when every one is a whole number
     ("7", "7.0", "7e0") and no two different texts name the same one ("1" and "01" stay two
     classes, as strings), else strings."""
-    numbers = [float(v) for v in labels if _DECIMAL.fullmatch(v.strip())]
+    numbers = [float(v) for v in labels if DECIMAL.fullmatch(v.strip())]
     if len(numbers) != len(labels) or not all(v.is_integer() and abs(v) < 2**53 for v in numbers):
         return np.array(labels)
     integers = [int(v) for v in numbers]
@@ -225,7 +229,7 @@ def label_array(labels: list[str]) -> np.ndarray:
 
 
 # A decimal number written with ASCII digits (float() also takes "nan", "1_0" and other scripts' digits).
-_DECIMAL = re.compile(r"[+-]?([0-9]+\.?[0-9]*|\.[0-9]+)([eE][+-]?[0-9]+)?")
+DECIMAL = re.compile(r"[+-]?([0-9]+\.?[0-9]*|\.[0-9]+)([eE][+-]?[0-9]+)?")
 
 
 def _has_header(rows: list[list[str]]) -> bool:

@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 
 from . import flatbuffer as fb
-from .model import image_shape_of
+from .model import ZIP_MAGIC, image_shape_of
 from .preprocess import Preprocess
 
 KINDS = {".npz": "npz", ".onnx": "onnx", ".tflite": "tflite"}
@@ -49,7 +49,7 @@ def sniff(path: str | os.PathLike) -> str:
 
 
 def _kind_of(head: bytes) -> str | None:
-    if head.startswith((b"PK\x03\x04", b"PK\x05\x06")):
+    if head.startswith(ZIP_MAGIC):
         return "npz"
     if head[4:8] == b"TFL3":
         return "tflite"
@@ -92,13 +92,13 @@ def parse_header(text: str | bytes | None, source: str) -> Header:
         raise ValueError(f"{source} has no '{METADATA_KEY}' metadata; was it exported by lastedge?")
     try:
         fields = json.loads(text)
-    except (json.JSONDecodeError, UnicodeDecodeError) as err:
+    except (json.JSONDecodeError, UnicodeDecodeError, RecursionError) as err:  # Recursion: nested too deep
         raise ValueError(f"{source}: the '{METADATA_KEY}' metadata is corrupt ({err})") from None
     if not isinstance(fields, dict):
         raise ValueError(f"{source}: the '{METADATA_KEY}' metadata must be a JSON object")
     try:
         return _header(fields)
-    except (ValueError, TypeError) as err:  # e.g. a mean that is no list of numbers
+    except (ValueError, TypeError, OverflowError) as err:  # e.g. an alpha of 1e400 written as an integer
         raise ValueError(f"{source}: metadata {err}") from None
 
 
@@ -116,6 +116,8 @@ def _header(fields: dict[str, Any]) -> Header:
     classes = np.asarray(fields["classes"])
     if classes.ndim != 1 or classes.dtype.kind not in "biufU" or len(classes) < 2:
         raise ValueError("classes must be a list of >= 2 numbers or strings")
+    if classes.dtype.kind == "f" and not np.all(np.isfinite(classes)):
+        raise ValueError("classes must be finite numbers or strings")
     if len(np.unique(classes)) != len(classes):
         raise ValueError("classes repeat a label")
     n_outputs = fields["n_outputs"]
@@ -128,9 +130,12 @@ def _header(fields: dict[str, Any]) -> Header:
     if not isinstance(spec, dict) or "kind" not in spec:
         raise ValueError("preprocess must be an object with a 'kind'")
     preprocess = Preprocess(spec["kind"], spec.get("mean"), spec.get("scale"))
+    precision = fields.get("precision")
+    if precision is not None and not isinstance(precision, str):
+        raise ValueError(f"precision must be text (\"fp32\", \"int8\"), got {precision!r}")
     n_atoms = fields.get("n_atoms")
     return Header(classes, preprocess, in_graph,
-                  int(n_outputs), float(fields.get("alpha", 1.0)), fields.get("precision"),
+                  int(n_outputs), float(fields.get("alpha", 1.0)), precision,
                   int(n_atoms) if isinstance(n_atoms, int) else None, fields)
 
 

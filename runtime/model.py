@@ -44,7 +44,10 @@ def check_input(X: Any, n_features: int) -> np.ndarray:
     infinite values are refused (not silently propagated): a soft-threshold score of a NaN input
     is meaningless, and on a device it usually means a broken sensor read.
     """
-    X = np.asarray(X)
+    try:
+        X = np.asarray(X)
+    except ValueError:  # nested lists of different lengths
+        raise ValueError(f"X must be 2-D [n_samples, {n_features}]: its rows differ in length") from None
     if X.dtype.kind not in "biuf":
         raise TypeError(f"X must hold real numbers, got dtype {X.dtype}")
     if X.ndim > 2 and math.prod(X.shape[1:]) == n_features:
@@ -69,6 +72,15 @@ def _finite_in_float32(X: np.ndarray) -> bool:
 
 
 FLOAT32_MAX = float(np.finfo(np.float32).max)  # the largest finite value every backend computes in
+
+
+def check_scores(scores: np.ndarray) -> np.ndarray:
+    """``scores`` unless one is NaN or infinite: inputs within float32's range can still overflow
+    it on the way (3e38 into a model without normalisation), and NaN scores would be predicted
+    as the first class without a word. One float64 sum (which cannot overflow) checks them all."""
+    if not np.isfinite(scores.sum(dtype=np.float64)):
+        raise ValueError("X's values are too large: the scores overflowed float32 (NaN or infinite)")
+    return scores
 
 
 def in_row_blocks(score: Callable[[np.ndarray], np.ndarray], X: np.ndarray, width: int) -> np.ndarray:
@@ -130,6 +142,7 @@ def labels_from_scores(classes: np.ndarray, scores: np.ndarray) -> np.ndarray:
 # (an unknown zip version or compression) and RuntimeError (an entry marked encrypted), zlib's
 # error, EOFError and OSError (truncation), KeyError (a broken directory).
 MAX_MODEL_BYTES = 2 << 30  # a model's arrays in all: ~170x the paper's largest (MNIST one-vs-all, 12.5 MB)
+ZIP_MAGIC = (b"PK\x03\x04", b"PK\x05\x06")  # the first bytes np.load reads as an .npz archive
 NPZ_ERRORS = (zipfile.BadZipFile, NotImplementedError, RuntimeError, zlib.error, EOFError, OSError, KeyError)
 
 
@@ -177,6 +190,8 @@ class Model:
             raise ValueError(f"weights have {W.shape[0]} rows, dictionary has {D.shape[1]} atoms")
         if classes.ndim != 1 or classes.dtype.kind not in "biufU":
             raise ValueError(f"classes must be a 1-D array of numbers or strings, got {classes.dtype}")
+        if classes.dtype.kind == "f" and not np.all(np.isfinite(classes)):
+            raise ValueError(f"classes must be finite numbers or strings, got {classes.tolist()}")
         if len(classes) < 2 or len(np.unique(classes)) != len(classes):
             raise ValueError(f"classes must hold at least 2 distinct labels, got {classes.tolist()}")
         expected_outputs = 1 if len(classes) == 2 else len(classes)
@@ -239,7 +254,7 @@ class Model:
 
         Large batches are scored in blocks of rows (``in_row_blocks``), so memory stays bounded.
         """
-        scores = in_row_blocks(self._score_raw, check_input(X, self.n_features), self.row_width)
+        scores = check_scores(in_row_blocks(self._score_raw, check_input(X, self.n_features), self.row_width))
         return scores[:, 0] if self.n_outputs == 1 else scores
 
     def predict(self, X: Any) -> np.ndarray:
@@ -282,9 +297,10 @@ class Model:
         """Read a model file, refusing anything truncated, pickled, foreign or inconsistent."""
         path = Path(path)
         try:
+            with open(path, "rb") as f:  # np.load reads any other file as a bare .npy array or a pickle
+                if not f.read(4).startswith(ZIP_MAGIC):
+                    raise ValueError("it is not a .npz archive (a zip of .npy arrays)")
             with np.load(path, allow_pickle=False) as archive:
-                if not isinstance(archive, np.lib.npyio.NpzFile):
-                    raise ValueError(f"{path} is a bare .npy array, not a lastedge model (.npz)")
                 check_declared_sizes(archive.zip, MAX_MODEL_BYTES)
                 arrays = {key: archive[key] for key in archive.files}
         except FileNotFoundError:
@@ -319,7 +335,7 @@ class Model:
         try:
             spec = json.loads(_text(arrays, "preprocess", source))
             meta = json.loads(_text(arrays, "meta", source))
-        except json.JSONDecodeError as err:
+        except (json.JSONDecodeError, RecursionError) as err:  # RecursionError: nested too deep
             raise ValueError(f"{source}: a JSON field is corrupt ({err})") from None
         if not isinstance(spec, dict) or not isinstance(meta, dict) or "kind" not in spec:
             raise ValueError(f"{source}: preprocess and meta must be JSON objects")
@@ -333,8 +349,9 @@ class Model:
 def check_declared_sizes(archive: zipfile.ZipFile, max_bytes: int | None,
                          arrays: Collection[str] | None = None) -> None:
     """Refuse a member whose .npy header declares more data than it holds (numpy would allocate
-    the declared size first: a few bytes of damage asked for 149 GiB), or arrays larger in all
-    than ``max_bytes`` (None: no limit). ``arrays`` names the members to check (None: all)."""
+    the declared size first: a few bytes of damage asked for 149 GiB) or elements of no size, or
+    arrays larger in all than ``max_bytes`` (None: no limit). ``arrays`` names the members to
+    check (None: all)."""
     total = 0
     for info in archive.infolist():
         if arrays is not None and info.filename.removesuffix(".npy") not in arrays:
@@ -343,6 +360,8 @@ def check_declared_sizes(archive: zipfile.ZipFile, max_bytes: int | None,
             if np.lib.format.read_magic(member) != (1, 0):  # what np.save writes for these arrays
                 raise ValueError(f"{info.filename} is not a version 1.0 .npy entry")
             shape, _, dtype = np.lib.format.read_array_header_1_0(member)
+            if dtype.itemsize == 0:  # np.save writes none; 10**12 of them hold no bytes yet cost TiBs
+                raise ValueError(f"{info.filename} declares elements of no size ({dtype})")
             declared = math.prod(shape) * dtype.itemsize
             if declared != info.file_size - member.tell():
                 raise ValueError(f"{info.filename} declares shape {shape} of {dtype} "
@@ -389,6 +408,8 @@ def write_atomically(path: str | os.PathLike, write) -> None:
     folder = path.parent if str(path.parent) else Path(".")
     if not folder.is_dir():
         raise ValueError(f"cannot write {path}: folder {folder} does not exist")
+    if path.is_dir():
+        raise ValueError(f"cannot write {path}: it is a folder")
     try:
         fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=folder)
     except OSError as err:  # named by the user's path, not the temp file's

@@ -38,8 +38,7 @@ class Preprocess:
         if self.kind == "standardize":
             if self.mean is None or self.scale is None:
                 raise ValueError("preprocess 'standardize' needs both mean and scale")
-            mean = np.asarray(self.mean, dtype=np.float32)
-            scale = np.asarray(self.scale, dtype=np.float32)
+            mean, scale = _real_float32(self.mean, "mean"), _real_float32(self.scale, "scale")
             if mean.ndim != 1 or mean.shape != scale.shape:
                 raise ValueError(
                     f"standardize mean and scale must be 1-D of equal length, "
@@ -108,3 +107,15 @@ class Preprocess:
         """The JSON-serialisable part (kind only; statistics travel as arrays)."""
         return {"kind": self.kind}
 
+
+def _real_float32(values: Any, name: str) -> np.ndarray:
+    """``values`` (an array, or a list read from a file's metadata) as float32, or a ``ValueError``
+    naming ``name`` when they are no real numbers; values beyond float32 become inf (refused after)."""
+    try:
+        array = np.asarray(values)
+    except ValueError:  # ragged nested lists
+        raise ValueError(f"standardize {name} must be an array of real numbers") from None
+    if array.dtype.kind not in "biuf":  # text, complex, objects (a dict, an integer beyond 64 bits)
+        raise ValueError(f"standardize {name} must be an array of real numbers, got dtype {array.dtype}")
+    with np.errstate(over="ignore"):
+        return array.astype(np.float32)

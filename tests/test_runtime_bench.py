@@ -67,7 +67,11 @@ def test_bench_rejects_bad_budgets(paths):
     for kwargs, message in ((dict(runs=5, seconds=1.0), "not both"), (dict(runs=0), "runs"),
                             (dict(seconds=-1.0), "seconds"), (dict(seconds=float("inf")), "finite"),
                             (dict(batch_sizes=(0,)), "batch"),
-                            (dict(warmup=-1), "warmup")):
+                            (dict(warmup=-1), "warmup"),
+                            (dict(runs=1e3), r"runs must be an integer >= 1, got 1000.0"),
+                            (dict(runs=True), "runs must be an integer"),
+                            (dict(warmup=2.5), "warmup must be an integer"),
+                            (dict(seconds="1"), "seconds must be a finite number")):
         with pytest.raises(ValueError, match=message):
             bench([paths["m.npz"]], **kwargs)
 

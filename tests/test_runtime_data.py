@@ -201,6 +201,31 @@ def test_corrupt_npz_is_a_value_error(tmp_path, content):
         load_dataset(str(tmp_path / "c.npz"))
 
 
+def test_an_npz_without_training_rows_is_refused(tmp_path):
+    """predict printed "accuracy nan% on 0 rows" (and numpy's warnings) for such a file."""
+    np.savez(tmp_path / "empty.npz", X_train=np.zeros((0, 3)), y_train=np.zeros(0, dtype=int))
+    with pytest.raises(ValueError, match="empty.npz: X_train has no rows"):
+        load_dataset(str(tmp_path / "empty.npz"))
+
+
+@pytest.mark.parametrize("labels", [np.array([b"a", b"b"]), np.array(["2020-01-01"] * 2, dtype="M8[D]"),
+                                    np.array([1j, 2j])], ids=["bytes", "dates", "complex"])
+def test_npz_labels_that_no_model_can_hold_are_refused_before_training(tmp_path, labels):
+    """Dates trained to the end and were refused by the Model; bytes never matched a class in predict."""
+    np.savez(tmp_path / "odd.npz", X_train=np.zeros((2, 3)), y_train=labels)
+    with pytest.raises(ValueError, match="odd.npz X_train/y_train: labels must be numbers or strings"):
+        load_dataset(str(tmp_path / "odd.npz"))
+
+
+def test_text_labels_name_numeric_classes_by_value_beside_labels_the_model_does_not_know():
+    """One unknown label among "0", "7.0", "1" kept them all text: predict scored every row wrong."""
+    from lastedge.runtime.commands import as_class_labels
+
+    labels = as_class_labels(np.array(["0", "7.0", "x", " 1", "nan"]), np.array([0, 1, 7]))
+    assert labels.tolist() == [0, 7, "x", 1, "nan"]
+    assert (np.array([0, 7, 1, 1, 0]) == labels).tolist() == [True, True, False, True, False]
+
+
 def test_npy_named_npz_is_refused(tmp_path):
     with open(tmp_path / "a.npz", "wb") as f:
         np.save(f, np.zeros(3))

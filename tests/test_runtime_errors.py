@@ -8,9 +8,10 @@ import sys
 
 import numpy as np
 import pytest
-from test_runtime_backends import blobs, export, prototype_model
+from test_runtime_backends import HAS_ORT, blobs, export, prototype_model
 
-from lastedge.runtime import load
+from lastedge.runtime import Model, Preprocess, load
+from lastedge.runtime.files import parse_header
 
 
 @pytest.fixture(scope="module")
@@ -34,6 +35,8 @@ def test_wrong_width_1d_nan_inf_and_strings_are_refused(paths):
             predictor.decision_function(np.full((3, 24), np.inf))
         with pytest.raises(TypeError, match="real numbers"):
             predictor.predict(np.full((1, 24), "1"))
+        with pytest.raises(ValueError, match="its rows differ in length"):  # not numpy's message
+            predictor.predict([[0.0] * 24, [0.0] * 23])
 
 
 def test_values_beyond_float32_are_refused_not_scored_as_nan(paths):
@@ -41,6 +44,21 @@ def test_values_beyond_float32_are_refused_not_scored_as_nan(paths):
     for path in paths.values():
         with pytest.raises(ValueError, match="beyond float32's range"):
             load(path).predict(np.full((1, 24), 1e39))
+
+
+@pytest.mark.filterwarnings("ignore:overflow encountered:RuntimeWarning",
+                            "ignore:invalid value encountered:RuntimeWarning")
+def test_values_that_overflow_float32_on_the_way_are_refused_not_predicted(tmp_path):
+    """3e38 is finite in float32, but its scores through a model without normalisation are not:
+    NaN scores were predicted as the first class, by every fp32 backend."""
+    X, y = blobs()
+    with pytest.raises(ValueError, match="the scores overflowed float32"):
+        prototype_model(X, y, preprocess="none").predict(np.full((2, 24), 3e38))
+    for path in export(prototype_model(X, y, preprocess="standardize"), tmp_path, X).values():
+        predictor = load(path)
+        if predictor.precision == "fp32":  # int8 scores saturate instead
+            with pytest.raises(ValueError, match="the scores overflowed float32"):
+                predictor.predict(np.full((2, 24), -3.4e38))
 
 
 @pytest.mark.parametrize("kind", ["l2", "center-l2"])
@@ -135,7 +153,7 @@ def test_a_file_without_lastedge_metadata_is_refused(paths, tmp_path):
     (lambda meta: meta.update(preprocess={"kind": "standardize", "mean": [0.0], "scale": [1.0]}),
      "preprocess statistics have 1 features, model has 24"),
     (lambda meta: meta.update(preprocess={"kind": "standardize", "mean": {"a": 1}, "scale": [1.0]}),
-     "metadata float.. argument"),
+     "metadata standardize mean must be an array of real numbers"),
 ], ids=["outputs", "repeated-classes", "in-graph-text", "version-text", "version-new", "mean-width",
         "mean-not-numbers"])
 def test_metadata_that_disagrees_with_itself_or_the_graph_is_refused(paths, tmp_path, edit, message):
@@ -251,6 +269,7 @@ class _Failing:
 def test_an_npz_entry_declaring_more_than_it_holds_is_refused_before_allocating(paths, tmp_path,
                                                                                    monkeypatch):
     """Fuzzing: a few damaged header bytes made numpy allocate the declared 149 GiB (MemoryError)."""
+    import io
     import zipfile
 
     huge = tmp_path / "huge.npz"
@@ -267,6 +286,115 @@ def test_an_npz_entry_declaring_more_than_it_holds_is_refused_before_allocating(
     with pytest.raises(ValueError, match=r"dictionary.npy declares shape \(200000, 200000\) of float32 "
                                          r"\(160000000000 bytes\) but holds"):
         load(huge)
+    classes = io.BytesIO()  # 10**12 empty strings of no size: 0 bytes declared, 3.6 TiB asked for
+    np.lib.format.write_array_header_1_0(classes, {"descr": "<U0", "fortran_order": False,
+                                                   "shape": (10**12,)})
+    with zipfile.ZipFile(paths["m.npz"]) as source, zipfile.ZipFile(tmp_path / "empty.npz", "w") as target:
+        for info in source.infolist():
+            target.writestr(info, classes.getvalue() if info.filename == "classes.npy" else source.read(info))
+    with pytest.raises(ValueError, match=r"classes.npy declares elements of no size \(<U0\)"):
+        load(tmp_path / "empty.npz")
     monkeypatch.setattr("lastedge.runtime.model.MAX_MODEL_BYTES", 100)
     with pytest.raises(ValueError, match="more than the 100 a model may"):
         load(paths["m.npz"])
+
+
+def _header_text(**fields) -> str:
+    return json.dumps({"classes": [0, 1, 2], "preprocess": {"kind": "none"}, "n_outputs": 3, **fields})
+
+
+def test_json_nested_too_deep_is_refused_as_corrupt(paths, tmp_path):
+    """json.loads raised RecursionError (a traceback from the CLI) on brackets nested 100,000 deep."""
+    deep = "[" * 100_000 + "]" * 100_000
+    arrays = dict(np.load(paths["m.npz"]))
+    np.savez(tmp_path / "deep.npz", **{**arrays, "meta": np.array(deep)})
+    with pytest.raises(ValueError, match="deep.npz: a JSON field is corrupt"):
+        load(tmp_path / "deep.npz")
+    with pytest.raises(ValueError, match="deep.onnx: the 'lastedge' metadata is corrupt"):
+        parse_header(deep, "deep.onnx")
+
+
+def test_class_labels_must_be_finite(paths, tmp_path):
+    """A NaN class was predicted as NaN (and the CLI reported a bare "error: nan")."""
+    arrays = dict(np.load(paths["m.npz"]))
+    np.savez(tmp_path / "nan.npz", **{**arrays, "classes": np.array([np.nan, 1.0, 2.0])})
+    with pytest.raises(ValueError, match=r"classes must be finite numbers or strings, got \[nan, 1.0, 2.0\]"):
+        load(tmp_path / "nan.npz")
+    with pytest.raises(ValueError, match="m.onnx: metadata classes must be finite numbers or strings"):
+        parse_header(_header_text(classes=[float("inf"), 1, 2]), "m.onnx")
+
+
+@pytest.mark.parametrize("mean", [["a"], [1j], {"a": 1}, [10**400], [[1.0], [1.0, 2.0]]],
+                         ids=["text", "complex", "dict", "huge-int", "ragged"])
+def test_standardize_statistics_that_are_no_real_numbers_are_refused(mean):
+    """numpy's own messages leaked ("could not convert string to float"), a complex mean lost its
+    imaginary part with a warning, and an integer beyond float's range raised OverflowError."""
+    with pytest.raises(ValueError, match="standardize mean must be an array of real numbers"):
+        Preprocess("standardize", mean, [1.0])
+
+
+def test_an_alpha_beyond_float_or_a_precision_that_is_no_text_in_metadata_is_refused():
+    """OverflowError escaped; a precision {"a": 1} broke bench's table (AttributeError)."""
+    with pytest.raises(ValueError, match="m.onnx: metadata int too large"):
+        parse_header(_header_text(alpha=10**400), "m.onnx")
+    with pytest.raises(ValueError, match="m.onnx: metadata precision must be text"):
+        parse_header(_header_text(precision={"a": 1}), "m.onnx")
+
+
+def _onnx_graph(tmp_path, input_shape, nodes, initializers=()):
+    """A one-input ONNX file ``x`` -> ``y`` (declared [N, 3]) with a 3-class, 24-feature header."""
+    onnx = pytest.importorskip("onnx")
+    if not HAS_ORT:
+        pytest.skip("onnxruntime missing")
+    from onnx import TensorProto, helper
+
+    graph = helper.make_graph(nodes, "g",
+                              [helper.make_tensor_value_info("x", TensorProto.FLOAT, input_shape)],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["N", 3])],
+                              initializer=list(initializers))
+    proto = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)], ir_version=8)
+    proto.metadata_props.add(key="lastedge", value=_header_text())
+    onnx.save(proto, tmp_path / "g.onnx")
+    return tmp_path / "g.onnx"
+
+
+def test_an_onnx_input_without_a_shape_is_refused(tmp_path):
+    """An IndexError escaped (a traceback from the CLI)."""
+    helper = pytest.importorskip("onnx").helper
+    path = _onnx_graph(tmp_path, None, [helper.make_node("Identity", ["x"], ["y"])])
+    with pytest.raises(ValueError, match=r"g.onnx: expected one float input \[batch, n_features\]"):
+        load(path)
+
+
+def test_a_graph_computing_another_width_than_it_declares_is_refused(tmp_path):
+    """y = x[:, :rows], declared [N, 3]: its two columns were taken for the scores of 3 classes."""
+    onnx = pytest.importorskip("onnx")
+    helper = onnx.helper
+    constants = [onnx.numpy_helper.from_array(np.array([value], np.int64), name)
+                 for name, value in (("zero", 0), ("one", 1))]
+    nodes = [helper.make_node("Shape", ["x"], ["shape"]),
+             helper.make_node("Gather", ["shape", "zero"], ["rows"], axis=0),
+             helper.make_node("Slice", ["x", "zero", "rows", "one"], ["y"])]
+    predictor = load(_onnx_graph(tmp_path, ["N", 24], nodes, constants))
+    expected = re.escape("g.onnx gave scores of shape (2, 2) for 2 row(s), not (2, 3)")
+    with pytest.raises(ValueError, match=expected):
+        predictor.predict(np.zeros((2, 24)))
+
+
+def test_model_load_refuses_a_file_that_is_no_npz_archive(tmp_path):
+    """A bare .npy raised TypeError ('ndarray' is no context manager); other files got numpy's
+    advice to unpickle them."""
+    np.save(tmp_path / "array.npy", np.zeros(3))
+    (tmp_path / "rows.csv").write_text("1,2,0\n")
+    for path in (tmp_path / "array.npy", tmp_path / "rows.csv"):
+        with pytest.raises(ValueError, match="is not a .npz archive"):
+            Model.load(path)
+
+
+def test_saving_over_a_folder_is_refused_and_leaves_nothing_behind(tmp_path):
+    """os.replace raised IsADirectoryError naming the temp file."""
+    X, y = blobs()
+    (tmp_path / "m.npz").mkdir()
+    with pytest.raises(ValueError, match="cannot write .*m.npz: it is a folder"):
+        prototype_model(X, y).save(tmp_path / "m.npz")
+    assert [p.name for p in tmp_path.iterdir()] == ["m.npz"]
