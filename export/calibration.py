@@ -18,6 +18,7 @@ from lastedge.runtime import Model, check_input
 from lastedge.runtime.model import in_row_blocks
 
 from .atom_scaling import graph_parameters
+from .quantize import affine_params
 
 MIN_CALIBRATION_ROWS = 20
 DEFAULT_MARGIN = 0.1
@@ -25,7 +26,8 @@ UNSEEN_SIDE = 0.1  # share of the scores' width given to a sign that no calibrat
 
 
 def check_calibration(X: Any, model: Model, *, min_rows: int = MIN_CALIBRATION_ROWS) -> np.ndarray:
-    """Validate raw calibration rows: 2-D, real, finite, ``model.n_features`` wide, enough of them."""
+    """Validate raw calibration rows: 2-D, real, finite, ``model.n_features`` wide, enough of them,
+    not all the same."""
     if X is None:
         raise ValueError(
             "int8 static quantization needs calibration rows (a few hundred typical inputs); "
@@ -37,6 +39,8 @@ def check_calibration(X: Any, model: Model, *, min_rows: int = MIN_CALIBRATION_R
         raise type(err)(f"calibration rows: {err}") from None
     if X.shape[0] < min_rows:
         raise ValueError(f"need at least {min_rows} calibration rows, got {X.shape[0]}")
+    if np.array_equal(X.min(axis=0), X.max(axis=0)):  # one row's ranges: wrong on real data
+        raise ValueError("the calibration rows are all the same; int8 ranges need varied typical inputs")
     return X.astype(np.float32)
 
 
@@ -80,6 +84,8 @@ class Ranges:
         ranges = {name: _widened(float(low), float(high), margin) for name, low, high
                   in zip(TENSORS, per_block[:, :, 0].min(axis=0), per_block[:, :, 1].max(axis=0))}
         ranges["scores"] = _with_both_signs(*ranges["scores"])
+        for name, (lo, hi) in ranges.items():  # both formats' files need a float32 scale for each
+            affine_params(lo, hi, f"the calibrated {name} range")
         return cls(**ranges, rows=X.shape[0], margin=margin)
 
     def describe(self) -> dict[str, Any]:

@@ -25,8 +25,8 @@ def check_model(model: Any) -> Model:
     Raises ``TypeError`` for anything else and ``ValueError`` for an inconsistent model (e.g. a
     dictionary or weights changed after construction) or an unfitted estimator.
     """
-    if isinstance(model, Model):
-        return dataclasses.replace(model)  # runs Model's validation again on the current fields
+    if isinstance(model, Model):  # validated again on its current fields, preprocessing too
+        return dataclasses.replace(model, preprocess=dataclasses.replace(model.preprocess))
     to_model = getattr(model, "to_model", None)
     if callable(to_model):
         try:

@@ -24,14 +24,14 @@ from typing import Any, Sequence
 import numpy as np
 
 from lastedge.runtime import Model, check_input
-from lastedge.runtime.model import in_row_blocks
+from lastedge.runtime.model import FLOAT32_MAX, in_row_blocks
 
 from . import backends as _backends
 from .atom_rows import threshold_rows
 from .atom_scaling import graph_parameters
 from .calibration import clipped_fraction
 from .describe import describe
-from .metadata import check_model
+from .metadata import check_model, preprocess_spec
 
 MIN_ROWS = 100
 
@@ -41,11 +41,13 @@ class ParityError(AssertionError):
 
 
 def probe_rows(model: Model, X: np.ndarray) -> np.ndarray:
-    """Zeros, threshold rows, and large values (a thousand times some real rows)."""
+    """Zeros, threshold rows, and large values (a thousand times some real rows, those that stay
+    within float32)."""
+    large = 1e3 * X[:8].astype(np.float64)
     return np.concatenate([
         np.zeros((1, model.n_features), np.float32),
         threshold_rows(model),
-        1e3 * X[:8].astype(np.float32),
+        large[np.abs(large).max(axis=1) <= FLOAT32_MAX].astype(np.float32),
     ])
 
 
@@ -167,14 +169,18 @@ def measure_parity(
     X = check_input(X, model.n_features).astype(np.float32)
     if len(X) < min_rows:
         raise ValueError(f"parity needs at least {min_rows} real rows, got {len(X)}")
-    if y is not None and len(np.asarray(y)) != len(X):
-        raise ValueError(f"y has {len(np.asarray(y))} labels for {len(X)} rows")
+    if y is not None and np.shape(y) != (len(X),):
+        raise ValueError(f"y must hold one label per row ({len(X)}), got shape {np.shape(y)}")
     info = describe(path)
     metadata = info["metadata"]
     if metadata is None:
         raise ValueError(f"{path} has no lastedge metadata; was it written by lastedge.export?")
-    if metadata["n_features"] != model.n_features or metadata["n_outputs"] != model.n_outputs:
-        raise ParityError(f"{path} does not match the model's shape")
+    # the runtime labels and preprocesses rows as the metadata says, not as the graph alone would
+    expected = {"n_features": model.n_features, "n_outputs": model.n_outputs,
+                "classes": model.classes.tolist(), "preprocess": preprocess_spec(model)}
+    differ = [key for key, value in expected.items() if metadata.get(key) != value]
+    if differ:
+        raise ParityError(f"{path} does not match the model: its {', '.join(differ)} differ")
     names = list(backends) if backends is not None else _backends.available(info["format"])
     if not names:
         raise ImportError(f"no interpreter for {info['format']} files is installed: "

@@ -12,11 +12,17 @@ import numpy as np
 QMIN, QMAX = -128, 127
 
 
-def affine_params(lo: float, hi: float) -> tuple[float, int]:
-    """Scale and zero point mapping the real range ``[lo, hi]`` (which must contain 0) onto int8."""
+def affine_params(lo: float, hi: float, what: str = "a quantization range") -> tuple[float, int]:
+    """Scale and zero point mapping the real range ``[lo, hi]`` (which must contain 0) onto int8;
+    ``what`` names the range in errors."""
     if not lo <= 0 <= hi or hi - lo <= 0:
-        raise ValueError(f"a quantization range must contain 0 and be non-empty, got [{lo}, {hi}]")
-    scale = float(np.float32((hi - lo) / (QMAX - QMIN)))  # as stored in the file
+        raise ValueError(f"{what} must contain 0 and be non-empty, got [{lo}, {hi}]")
+    with np.errstate(over="ignore"):  # a range too wide for float32 is refused below
+        scale = float(np.float32((hi - lo) / (QMAX - QMIN)))  # as stored in the file
+        ends = np.float32([lo, hi])  # as ONNX's quantizer reads them
+    if not (0 < scale < np.inf and np.all(np.isfinite(ends))):
+        raise ValueError(f"{what} [{lo:.3g}, {hi:.3g}] has no int8 scale in float32 (it is too "
+                         "narrow or too wide): rescale the model's weights or the calibration rows")
     zero_point = int(np.clip(round(QMIN - lo / scale), QMIN, QMAX))
     return scale, zero_point
 
@@ -25,7 +31,8 @@ def symmetric_weights(W: np.ndarray, *, per_channel: bool) -> tuple[np.ndarray, 
     """Quantize ``W`` [out, in] to int8 symmetrically; scales are [out] per channel, else [1]."""
     W = np.asarray(W, dtype=np.float64)
     peak = np.abs(W).max(axis=1) if per_channel else np.array([np.abs(W).max()])
-    scales = np.where(peak > 0, peak / 127.0, 1.0).astype(np.float32)  # as stored in the file
+    scales = (peak / 127.0).astype(np.float32)  # as stored in the file
+    scales[scales == 0] = 1.0  # all-zero channels, and weights too small for a float32 scale: q = 0
     q = np.round(W / (scales[:, None] if per_channel else scales[0]))
     return np.clip(q, -127, 127).astype(np.int8), scales
 

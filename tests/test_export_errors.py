@@ -14,6 +14,7 @@ from lastedge.cli import main  # noqa: E402
 from lastedge.export import ParityError, assert_parity, describe, to_onnx, to_tflite  # noqa: E402
 from lastedge.export.parity import threshold_rows  # noqa: E402
 from lastedge.export.variants import exporter  # noqa: E402
+from lastedge.runtime import Model  # noqa: E402
 
 EXPORTERS = [to_onnx, to_tflite]
 SUFFIX = {to_onnx: ".onnx", to_tflite: ".tflite"}
@@ -35,6 +36,10 @@ def test_unfitted_or_foreign_or_inconsistent_models_are_refused(tmp_path, export
     model.weights = model.weights[:-1]  # changed after construction
     with pytest.raises(ValueError, match="weights have 29 rows"):
         export(model, path)
+    model, _ = random_model(kind="standardize")
+    model.preprocess.scale[0] = 0  # changed after construction
+    with pytest.raises(ValueError, match="scale finite and > 0"):
+        export(model, path)
     assert not path.exists()
 
 
@@ -42,7 +47,8 @@ def test_unfitted_or_foreign_or_inconsistent_models_are_refused(tmp_path, export
 @pytest.mark.parametrize("calibration, error, match", [
     (None, ValueError, "needs calibration rows"),
     (np.zeros((50, 19)), ValueError, "calibration rows: X has 19 features, the model expects 20"),
-    (np.zeros((50, 4, 5)), None, None),  # a batch of 4x5 images: flattened, accepted
+    (np.arange(1000).reshape(50, 4, 5), None, None),  # a batch of 4x5 images: flattened, accepted
+    (np.full((50, 20), 3.0), ValueError, "calibration rows are all the same"),
     (np.full((50, 20), np.nan), ValueError, "NaN"),
     (np.zeros((5, 20)), ValueError, "at least 20 calibration rows, got 5"),
     (np.full((50, 20), "a"), TypeError, "real numbers"),
@@ -54,6 +60,32 @@ def test_bad_calibration_rows(tmp_path, export, calibration, error, match):
         return
     with pytest.raises(error, match=match):
         export(model, tmp_path / f"m{SUFFIX[export]}", int8=True, calibration=calibration)
+
+
+@pytest.mark.parametrize("export", EXPORTERS)
+@pytest.mark.parametrize("weight_scale, row_scale",
+                         [(1e-44, 1.0), (1.0, 1e-45), (1e37, 1e4), (1e38, 1.0)])
+def test_ranges_without_a_float32_int8_scale_are_refused(tmp_path, export, weight_scale, row_scale):
+    """Scores or inputs narrower than float32 can scale to 255 levels (a scale of 0: a
+    ZeroDivisionError in TFLite, a scale of 1 in ONNX) or wider (an infinite scale), or scores
+    whose range ends beyond float32 (ONNX's quantizer took them as an infinite scale)."""
+    model, X = random_model()
+    model = Model(model.dictionary, model.weights * weight_scale, model.classes)
+    with pytest.raises(ValueError, match="has no int8 scale in float32"):
+        export(model, tmp_path / f"m{SUFFIX[export]}", int8=True, calibration=X * row_scale)
+    assert not any(tmp_path.iterdir())
+
+
+def test_cli_int8_ranges_without_a_scale_are_one_line(tmp_path, capsys):
+    """This was a ZeroDivisionError traceback from ``lastedge export``."""
+    model, X = random_model()
+    Model(model.dictionary, model.weights * 1e-44, model.classes).save(tmp_path / "m.npz")
+    np.save(tmp_path / "X.npy", X)
+    assert main(["export", str(tmp_path / "m.npz"), "--format", "tflite", "--int8", "--calibration",
+                 str(tmp_path / "X.npy"), "--out", str(tmp_path / "m.tflite")]) == 1
+    err = capsys.readouterr().err.strip()
+    assert "the calibrated scores range" in err and "has no int8 scale" in err and "\n" not in err
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["X.npy", "m.npz"]
 
 
 @pytest.mark.parametrize("export", EXPORTERS)
@@ -86,6 +118,9 @@ def test_parity_fails_loudly_for_a_file_of_another_model(tmp_path):
         assert_parity(model, path, X)
     with pytest.raises(ValueError, match="at least 100 real rows"):
         assert_parity(other, path, X[:3])
+    for y in (3, np.zeros((len(X), 2))):
+        with pytest.raises(ValueError, match=r"y must hold one label per row \(300\)"):
+            assert_parity(other, path, X, y)
 
 
 @pytest.mark.parametrize("kind", ["none", "l2", "center-l2", "standardize"])

@@ -15,6 +15,7 @@ from lastedge.export import ParityError, assert_parity, to_onnx, to_tflite  # no
 from lastedge.export.atom_rows import synthetic_rows, threshold_rows  # noqa: E402
 from lastedge.export.backends import available, run  # noqa: E402
 from lastedge.export.calibration import TENSORS, Ranges, activations, clipped_fraction  # noqa: E402
+from lastedge.export.parity import probe_rows  # noqa: E402
 from lastedge.runtime import Model  # noqa: E402
 from lastedge.runtime.model import BLOCK_ROWS  # noqa: E402
 
@@ -99,3 +100,33 @@ def test_synthetic_check_rows_fire_the_atoms(kind):
     firing = (model.features(rows) > 0).any(axis=1).mean()
     assert firing > 0.5
     np.testing.assert_array_equal(rows, synthetic_rows(model, 512))  # deterministic
+
+
+@pytest.mark.parametrize("writer, fmt", [(to_onnx, "onnx"), (to_tflite, "tflite")])
+def test_parity_fails_for_a_file_whose_classes_or_preprocessing_differ(tmp_path, writer, fmt):
+    """The runtime labels and preprocesses rows as the file's metadata says: a file of the same
+    dictionary and weights but other classes or standardisation passed, and predicted otherwise."""
+    if not available(fmt):
+        pytest.skip(f"no {fmt} interpreter installed")
+    from lastedge.runtime import Preprocess
+
+    model, X = random_model(kind="standardize")
+    path = writer(model, tmp_path / f"m.{fmt}")
+    relabelled = Model(model.dictionary, model.weights, model.classes[::-1], 1.0, model.preprocess)
+    shifted = Model(model.dictionary, model.weights, model.classes, 1.0,
+                    Preprocess("standardize", model.preprocess.mean + 1, model.preprocess.scale))
+    for other, field in ((relabelled, "classes"), (shifted, "preprocess")):
+        with pytest.raises(ParityError, match=f"does not match the model: its {field} differ"):
+            assert_parity(other, path, X)
+
+
+@pytest.mark.parametrize("writer, fmt", [(to_onnx, "onnx"), (to_tflite, "tflite")])
+def test_fp32_parity_on_rows_near_the_top_of_float32(tmp_path, writer, fmt):
+    """The large-value probes (a thousand times some real rows) of rows near 1e37 left float32:
+    valid rows were refused as "X contains NaN or infinite values". Such probes are left out."""
+    if not available(fmt):
+        pytest.skip(f"no {fmt} interpreter installed")
+    model, X = random_model()
+    path = writer(model, tmp_path / f"m.{fmt}")
+    figures = assert_parity(model, path, X * 1e36)
+    assert figures["rows"] == len(X) and figures["probe_rows"] < len(probe_rows(model, X))

@@ -150,3 +150,22 @@ def test_int8_takes_an_atom_that_can_never_fire(tmp_path):
     z_x = int(tensors[0].Quantization().ZeroPointAsNumpy()[0])
     floor = relu_bias_floor(q_d.reshape(dead.n_atoms, dead.n_features), z_x)
     assert bias[0] == floor[0] and np.all(bias[1:] > floor[1:])  # only the dead atom's was raised
+
+
+def test_per_channel_int8_takes_a_class_whose_weights_have_no_float32_scale(tmp_path):
+    """A class whose weights are all below float32's smallest scale * 127 (~1e-43) used to get a
+    weight scale of 0: a division by zero, int8 weights cast from inf and NaN, a zero scale in
+    the file. Its weights round to 0 at scale 1 instead, as an all-zero channel's do."""
+    import warnings
+
+    model, X_train, y_train, X_test, y_test = digits_case()
+    W = model.weights.copy()
+    W[:, 3] *= 1e-44
+    tiny = Model(model.dictionary, W, model.classes, model.alpha, model.preprocess)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        path = to_tflite(tiny, tmp_path / "q.tflite", int8=True, calibration=X_train, per_channel=True)
+    flat, tensors = _tensors(path)
+    weights = flat.Buffers(tensors[4].Buffer()).DataAsNumpy().view("i1").reshape(10, -1)
+    assert np.all(tensors[4].Quantization().ScaleAsNumpy() > 0) and not np.any(weights[3])
+    assert assert_parity(tiny, path, X_test, y_test)["agreement"] >= 0.99
