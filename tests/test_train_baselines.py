@@ -159,6 +159,8 @@ def test_bad_data(binary):
         SoftThresholdEncoderSVM(2).fit(X, np.zeros(len(X)))
     with pytest.raises(ValueError, match="NaN"):
         SoftThresholdEncoderSVM(2).fit(np.where(X > 2, np.nan, X), y)
+    with pytest.raises(ValueError, match="beyond float32's range"):  # was fitted on rows predict refuses
+        SoftThresholdEncoderSVM(2).fit(X * 1e300, y)
     zero_mean = np.array([[1.0, 0], [-1, 0], [0, 1], [0, -1]])  # each class's centroid is 0
     with pytest.raises(ValueError, match="no threshold alpha > 0"):
         SoftThresholdEncoderSVM(2, preprocess="none").fit(zero_mean, [0, 0, 1, 1])
@@ -186,6 +188,8 @@ def test_predict_checks(binary):
     X, y, _, _ = binary
     with pytest.raises(NotFittedError):
         SoftThresholdEncoderSVM(4).predict(X)
+    with pytest.raises(NotFittedError):  # was an AttributeError
+        SoftThresholdEncoderSVM(4).transform(X)
     fitted = SoftThresholdEncoderSVM(4, alpha=0.3).fit(X, y)
     with pytest.raises(ValueError, match="12 features"):
         fitted.predict(X[:, :5])
@@ -362,8 +366,12 @@ def test_centroids_bad_input(binary):
         KMeansCentroidClassifier(2).fit(X, np.zeros(len(X)))
     with pytest.raises(ValueError, match="NaN"):
         KMeansCentroidClassifier(2).fit(np.where(X > 2, np.nan, X), y)
+    with pytest.raises(ValueError, match="beyond float32's range"):  # was 10% accurate on digits
+        KMeansCentroidClassifier(2).fit(X * 1e300, y)
     with pytest.raises(NotFittedError):
         KMeansCentroidClassifier(2).predict(X)
+    with pytest.raises(ValueError, match="beyond float32's range"):  # was class 0 for every row
+        KMeansCentroidClassifier(2).fit(X, y).predict(X * 1e300)
 
 
 def test_sparse_coding_chooses_C_by_cross_validation_when_asked():

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+
 import pytest
 from test_cli import TINY, run
 
@@ -29,6 +31,9 @@ def test_lbfgs_on_minibatches_says_how_to_ask_for_full_batches(capsys, tmp_path)
     (["--method", "sgd", "--batch-size", "full"], "--batch-size full applies to --method last only"),
     (["--device", "hpu"], "device 'hpu' cannot train"),  # was "torch is not installed"
     (["--device", "meta"], "device 'meta' cannot train"),  # was a traceback mid-training
+    (["--threads", "100000"], f"--threads must be >= 1 and at most this machine's {os.cpu_count()} cores, "
+                              "got 100000"),  # was a segmentation fault in torch's thread pool
+    (["--seed", "-1"], "--seed must be an integer in [0, 4294967295], got -1"),  # named train_test_split
 ])
 def test_bad_train_options_give_one_line(capsys, tmp_path, options, message):
     code, _, err = run(capsys, "train", "--data", "digits", *TINY, *options, "--out", tmp_path / "m.npz")

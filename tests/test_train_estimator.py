@@ -127,7 +127,9 @@ def with_value(X: np.ndarray, value: float) -> np.ndarray:
     (lambda X, y: (X, np.zeros_like(y)), ValueError, "single class"),
     (lambda X, y: (X[:0], y[:0]), ValueError, "0 sample"),
     (lambda X, y: (X[:10], y[:9]), ValueError, "inconsistent numbers of samples"),
-], ids=["nan", "inf", "one-class", "empty", "length-mismatch"])
+    # finite in float64, infinite in float32: was a model of NaNs, or a fit whose rows predict refuses
+    (lambda X, y: (with_value(X, 1e300), y), ValueError, "beyond float32's range"),
+], ids=["nan", "inf", "one-class", "empty", "length-mismatch", "beyond-float32"])
 def test_bad_training_data_is_refused(cls, change, error, match):
     X, y = change(*blobs())
     with pytest.raises(error, match=match):
@@ -163,7 +165,7 @@ def test_bad_last_parameters_are_refused(params, match):
     ({"mu": -1.0}, "mu must be a finite number >= 0, got -1.0"),
     ({"mu": None}, "mu must be a finite number >= 0, got None"),
     ({"nu": "1"}, "nu must be a finite number > 0, got '1'"),
-    ({"eps": None}, "eps must be a finite number > 0, got None"),
+    ({"eps": None}, r"eps must be a finite number in \(0, 3.40282e\+38\], got None"),
     ({"init_active_fraction": 1.5}, r"init_active_fraction must be a finite number in \(0, 1\] or None, got 1.5"),
     ({"sign_ratio": "x"}, r"sign_ratio must be a finite number in \(0, 1\) or 'auto', got 'x'"),
     ({"n_jobs": 0}, r"n_jobs must be a non-zero integer \(-1: all cores\) or None, got 0"),
@@ -173,6 +175,8 @@ def test_bad_last_parameters_are_refused(params, match):
     ({"step_sizes": (0,)}, r"step_sizes must be None or a non-empty sequence .* got \(0,\)"),
     ({"step_sizes": ()}, r"step_sizes must be None or a non-empty sequence .* got \(\)"),
     ({"step_sizes": (1e300,)}, r"step_sizes must be .*float32.* got \(1e\+300,\)"),  # was a torch overflow
+    ({"beta": 1e300}, r"beta must be a finite number in \(0, 3.40282e\+38\], got 1e\+300"),  # was a torch overflow
+    ({"eps": 1e300}, r"eps must be a finite number in \(0, 3.40282e\+38\], got 1e\+300"),
 ])
 def test_bad_shared_parameters_are_refused(cls, fast, params, match):
     X, y = blobs()

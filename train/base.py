@@ -14,7 +14,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 
 from lastedge import __version__
 from lastedge.runtime import Model, Preprocess
-from lastedge.runtime.model import in_row_blocks
+from lastedge.runtime.model import FLOAT32_MAX, check_input, in_row_blocks
 
 from . import problem
 from .objective import atom_votes
@@ -70,8 +70,9 @@ class SoftThresholdBase(ModelBackedClassifier, TransformerMixin, ClassifierMixin
         """The parameters every soft-threshold estimator shares; the device is tried last."""
         check_n_atoms_and_preprocess(self)
         check_number(self, "mu", low=0)
-        for name in ("nu", "beta", "eps"):
-            check_number(self, name, low=0, open_low=True)
+        check_number(self, "nu", low=0, open_low=True)
+        for name in ("beta", "eps"):  # torch takes them as float32 numbers: beyond, it overflows
+            check_number(self, name, low=0, high=FLOAT32_MAX, open_low=True)
         check_number(self, "init_active_fraction", low=0, high=1, open_low=True, also=(None,))
         check_number(self, "sign_ratio", low=0, high=1, open_low=True, open_high=True, also=("auto",))
         check_step_sizes(self)
@@ -80,6 +81,7 @@ class SoftThresholdBase(ModelBackedClassifier, TransformerMixin, ClassifierMixin
 
     def _validate_fit_data(self, X, y) -> tuple[np.ndarray, np.ndarray]:
         X, y = validate_data(self, X, y, dtype=[np.float64, np.float32], ensure_min_samples=2)
+        check_input(X, X.shape[1])  # the rows predict accepts: finite in float32
         check_classification_targets(y)
         self.classes_, y_index = np.unique(y, return_inverse=True)
         if self.classes_.dtype == object:  # e.g. pandas strings: stored as text, never pickled

@@ -27,6 +27,7 @@ from sklearn.utils.validation import check_random_state, validate_data
 
 from lastedge import __version__
 from lastedge.runtime import Model, Preprocess
+from lastedge.runtime.model import check_input
 
 from .base import ModelBackedClassifier
 from .params import check_n_atoms_and_preprocess, check_number
@@ -191,7 +192,8 @@ class SoftThresholdEncoderSVM(ModelBackedClassifier, ClassifierMixin, Transforme
 
     def transform(self, X) -> np.ndarray:
         """The paper's codes ``max(0, D^T z - alpha)`` with unit-norm atoms, [n, n_atoms]."""
-        Z = self.preprocess_.apply(self._check_predict_input(X)).astype(np.float64)
+        X = self._check_predict_input(X)  # before ``preprocess_``: unfitted -> NotFittedError
+        Z = self.preprocess_.apply(X).astype(np.float64)
         return np.maximum(Z @ self.atoms_ - self.alpha_, 0.0)
 
 
@@ -245,9 +247,11 @@ def best_cross_validated(mean_accuracy: np.ndarray, y_index: np.ndarray, classes
 def validate_fit_data(estimator: BaseEstimator, X, y) -> tuple[np.ndarray, np.ndarray]:
     """Validated ``X`` and class indices of ``y``; sets ``classes_`` and ``n_features_in_``.
 
-    Raises ValueError on NaN or infinite inputs and on a single class.
+    Raises ValueError on NaN, infinite or beyond-float32 inputs (which predict refuses) and on a
+    single class.
     """
     X, y = validate_data(estimator, X, y, dtype=[np.float64, np.float32], ensure_min_samples=2)
+    check_input(X, X.shape[1])
     check_classification_targets(y)
     estimator.classes_, y_index = np.unique(y, return_inverse=True)
     if len(estimator.classes_) < 2:

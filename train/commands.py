@@ -6,6 +6,7 @@ import argparse
 import contextlib
 import dataclasses
 import json
+import os
 import sys
 import warnings
 from pathlib import Path
@@ -162,8 +163,11 @@ def make_estimator(args: argparse.Namespace) -> Any:
     """The estimator the ``train`` arguments ask for (options of the other method are refused)."""
     from . import LASTClassifier, SGDSoftThresholdClassifier
 
-    if args.threads < 1:
-        raise ValueError(f"--threads must be >= 1, got {args.threads}")
+    cores = os.cpu_count() or 1
+    if not 1 <= args.threads <= cores:  # far more threads crash torch's thread pool
+        raise ValueError(f"--threads must be >= 1 and at most this machine's {cores} cores, got {args.threads}")
+    if not 0 <= args.seed < 2**32:  # numpy's seeds
+        raise ValueError(f"--seed must be an integer in [0, {2**32 - 1}], got {args.seed}")
     if args.batch_size == "full" and args.method != "last":
         raise ValueError("--batch-size full applies to --method last only")
     common = {"n_atoms": args.atoms, "preprocess": args.preprocess, "random_state": args.seed,
