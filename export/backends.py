@@ -85,6 +85,9 @@ def run(backend: str, path: str | Path, rows: np.ndarray, width: int | None = No
     """
     if backend not in BACKENDS:
         raise ValueError(f"unknown backend {backend!r}; choose from {', '.join(BACKENDS)}")
+    fmt = BACKENDS[backend][0]
+    if file_format(path) != fmt:  # its interpreter would call the file garbled
+        raise ValueError(f"backend {backend!r} reads .{fmt} files, not .{file_format(path)} ({path})")
     rows = np.ascontiguousarray(rows, dtype=np.float32)
     width = rows.shape[1] if width is None else width
     if backend == "onnxruntime":

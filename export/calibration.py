@@ -10,6 +10,7 @@ not from rounding. So each range is widened by ``margin`` (a fraction of its wid
 from __future__ import annotations
 
 from dataclasses import dataclass
+from numbers import Real
 from typing import Any
 
 import numpy as np
@@ -72,8 +73,8 @@ class Ranges:
     @classmethod
     def measure(cls, model: Model, X: Any, margin: float = DEFAULT_MARGIN) -> "Ranges":
         """Measure the ranges on raw calibration rows ``X`` and widen each by ``margin``."""
-        if not 0 <= margin <= 10:
-            raise ValueError(f"margin must be in [0, 10], got {margin}")
+        if isinstance(margin, bool) or not isinstance(margin, Real) or not 0 <= margin <= 10:
+            raise ValueError(f"margin must be a number in [0, 10], got {margin!r}")
         X = check_calibration(X, model)
 
         def extremes(rows: np.ndarray) -> np.ndarray:  # [1, tensor, (min, max)]

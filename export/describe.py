@@ -101,6 +101,8 @@ def describe(path: str | os.PathLike) -> dict[str, Any]:
     """Ops in order, input/output names, shapes (-1 or a name for the batch) and dtypes, the
     ``lastedge`` metadata (``None`` for files lastedge did not write) and the file size."""
     path = Path(path)
+    if path.is_dir():
+        raise ValueError(f"{path} is a folder, not an exported .onnx or .tflite file")
     fmt = file_format(path)
     if not path.is_file():
         raise FileNotFoundError(f"no such file: {path}")

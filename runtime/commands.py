@@ -138,7 +138,7 @@ def run_predict(args: argparse.Namespace) -> int:
     from .loading import load
     from .model import check_output_path, labels_from_scores
 
-    out = None if args.out is None else check_output_path(args.out, ".csv", "--out")
+    out = None if args.out is None else check_output_path(args.out, ".csv", "--out", inputs={"--data": args.data})
     if args.plot is not None:
         from lastedge.figures import check_figure_path
 

@@ -378,11 +378,17 @@ def _text(arrays: dict[str, np.ndarray], key: str, source: str) -> str:
     return str(value)
 
 
-def check_output_path(path: str | os.PathLike, suffixes: str | tuple[str, ...], what: str) -> Path:
+def check_output_path(path: str | os.PathLike, suffixes: str | tuple[str, ...], what: str,
+                      inputs: dict[str, str | os.PathLike] | None = None) -> Path:
     """``path`` if a file can be written there: its suffix one of ``suffixes`` (e.g. ".npz"), its
-    folder existing. Called before long work, so that a typo does not lose the work; ``what`` names
-    the path in the message ("--out", "the figure")."""
+    folder existing, and no file of ``inputs`` (name in the message -> path, e.g. {"--data": ...})
+    that writing it would destroy. Called before long work, so that a typo does not lose the work;
+    ``what`` names the path in the message ("--out", "the figure")."""
     path = Path(path)
+    for name, source in (inputs or {}).items():
+        if path.exists() and Path(source).exists() and os.path.samefile(path, source):
+            raise ValueError(f"{what} {path} is the file {name} reads; writing it would destroy that "
+                             "input: give another path")
     suffixes = (suffixes,) if isinstance(suffixes, str) else suffixes
     if path.suffix.lower() not in suffixes:
         raise ValueError(f"{what} must be a {', '.join(suffixes)} file, got {path.name!r}")

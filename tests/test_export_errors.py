@@ -110,6 +110,46 @@ def test_a_failed_export_leaves_the_old_file_and_no_temp_file(tmp_path, export):
     assert sorted(p.name for p in tmp_path.iterdir()) == [path.name]
 
 
+@pytest.mark.parametrize("export", EXPORTERS)
+@pytest.mark.parametrize("margin", ["0.1", None, True])
+def test_a_margin_that_is_no_number_is_named(tmp_path, export, margin):
+    """A string or None was a bare TypeError ("'<=' not supported between ..."); True passed as 1."""
+    model, X = random_model()
+    with pytest.raises(ValueError, match=rf"margin must be a number in \[0, 10\], got {margin!r}"):
+        export(model, tmp_path / f"m{SUFFIX[export]}", int8=True, calibration=X, margin=margin)
+
+
+def test_describe_of_a_folder_says_it_is_one(tmp_path):
+    """It said "no such file" of a folder named like an exported file."""
+    (tmp_path / "m.onnx").mkdir()
+    for folder in (tmp_path / "m.onnx", tmp_path):
+        with pytest.raises(ValueError, match=f"{folder} is a folder, not an exported .onnx or .tflite file"):
+            describe(folder)
+
+
+def test_parity_on_a_backend_of_the_other_format_names_the_formats(tmp_path):
+    """ai-edge-litert said "The model is not a valid Flatbuffer buffer" of an .onnx file."""
+    model, X = random_model()
+    for export, backend, reads, given in ((to_onnx, "ai-edge-litert", "tflite", "onnx"),
+                                          (to_tflite, "onnxruntime", "onnx", "tflite")):
+        path = export(model, tmp_path / f"m{SUFFIX[export]}")
+        with pytest.raises(ValueError, match=f"backend '{backend}' reads .{reads} files, not .{given}"):
+            assert_parity(model, path, X, backends=[backend])
+
+
+@pytest.mark.filterwarnings("error::RuntimeWarning")  # an overflow is said in words, not warned of
+def test_fp32_parity_of_a_model_whose_scores_overflow_on_large_probes(tmp_path):
+    """A thousand times a real row overflows float32 scores of large weights: the Python model
+    refuses such rows, and parity named the check's own probes "X's values are too large"."""
+    model, X = random_model()
+    model = Model(model.dictionary, model.weights * 1e35, model.classes)
+    path = to_onnx(model, tmp_path / "m.onnx")
+    figures = assert_parity(model, path, X)
+    assert figures["probe_rows"] < len(threshold_rows(model)) + 9  # some large probes left out
+    with pytest.raises(ValueError, match="the parity check's rows: X's values are too large"):
+        assert_parity(model, path, X * 1e4)
+
+
 def test_parity_fails_loudly_for_a_file_of_another_model(tmp_path):
     model, X = random_model(seed=0)
     other, _ = random_model(seed=1)

@@ -170,6 +170,8 @@ def test_bad_last_parameters_are_refused(params, match):
     ({"sign_ratio": "x"}, r"sign_ratio must be a finite number in \(0, 1\) or 'auto', got 'x'"),
     ({"n_jobs": 0}, r"n_jobs must be a non-zero integer \(-1: all cores\) or None, got 0"),
     ({"n_jobs": "two"}, "n_jobs must be a non-zero integer .* got 'two'"),
+    # torch's thread pool used to abort the process: "libgomp: Out of memory allocating 216000001344 bytes"
+    ({"n_jobs": 10**9}, r"n_jobs must be at most \d+ threads .* got 1000000000"),
     # a step <= 0 never moves: LAST used to report convergence after one untrained iteration
     ({"step_sizes": (-0.01,)}, r"step_sizes must be None or a non-empty sequence of numbers in \(0, 3.4e\+38\]"),
     ({"step_sizes": (0,)}, r"step_sizes must be None or a non-empty sequence .* got \(0,\)"),

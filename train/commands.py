@@ -6,7 +6,6 @@ import argparse
 import contextlib
 import dataclasses
 import json
-import os
 import sys
 import warnings
 from pathlib import Path
@@ -117,7 +116,7 @@ def run_train(args: argparse.Namespace) -> int:
 
     from .curves import plot_training_curve, training_curve
 
-    out = check_output_path(args.out, ".npz", "--out")
+    out = check_output_path(args.out, ".npz", "--out", inputs={"--data": args.data})
     figure = None if args.plot is None else check_figure_path(args.plot)
     estimator = make_estimator(args)
     if not args.quiet and Path(args.data).is_dir():  # thousands of images take seconds to read
@@ -125,6 +124,7 @@ def run_train(args: argparse.Namespace) -> int:
     data = _with_image_shape(load_dataset(args.data, label_column=args.label_column,
                                           random_state=args.seed, image_size=args.image_size),
                              args.image_shape)
+    _check_finite(data)
     if args.shift_augment:
         if data.image_shape is None:
             raise ValueError(f"--shift-augment needs images: {data.name} has no image shape (give "
@@ -162,10 +162,11 @@ def run_train(args: argparse.Namespace) -> int:
 def make_estimator(args: argparse.Namespace) -> Any:
     """The estimator the ``train`` arguments ask for (options of the other method are refused)."""
     from . import LASTClassifier, SGDSoftThresholdClassifier
+    from .params import max_threads
 
-    cores = os.cpu_count() or 1
-    if not 1 <= args.threads <= cores:  # far more threads crash torch's thread pool
-        raise ValueError(f"--threads must be >= 1 and at most this machine's {cores} cores, got {args.threads}")
+    if not 1 <= args.threads <= max_threads():  # far more threads crash torch's thread pool
+        raise ValueError(f"--threads must be in [1, {max_threads()}] (64 per core, at least 256), "
+                         f"got {args.threads}")
     if not 0 <= args.seed < 2**32:  # numpy's seeds
         raise ValueError(f"--seed must be an integer in [0, {2**32 - 1}], got {args.seed}")
     if args.batch_size == "full" and args.method != "last":
@@ -231,6 +232,18 @@ def _with_image_shape(data: Any, shape: tuple[int, ...] | None) -> Any:
         raise ValueError(f"--image-shape applies to .npz and CSV data; {data.name} holds "
                          f"{'x'.join(map(str, data.image_shape))} images already")
     return dataclasses.replace(data, image_shape=check_image_shape(shape, data.X_train.shape[1]))
+
+
+def _check_finite(data: Any) -> None:
+    """Refuse NaN or infinite features in either part before fitting: the test part is scored only
+    after the fit, whose work a bad value found then would throw away."""
+    from lastedge.runtime.model import check_input
+
+    for part, X in (("training", data.X_train), ("test", data.X_test)):
+        try:
+            check_input(X, X.shape[1])
+        except ValueError as err:
+            raise ValueError(f"{data.name}, {part} rows: {err}") from None
 
 
 def _image_shape(text: str) -> tuple[int, ...]:

@@ -5,6 +5,7 @@ Each raises a ``ValueError`` naming the parameter, what it must be and the value
 
 from __future__ import annotations
 
+import os
 from numbers import Integral, Real
 from typing import Any
 
@@ -76,7 +77,19 @@ def check_step_sizes(estimator: Any) -> None:
 
 
 def check_n_jobs(estimator: Any) -> None:
-    """``n_jobs`` must be None or a non-zero integer, counted as scikit-learn does (-1: all cores)."""
+    """``n_jobs`` must be None or a non-zero integer, counted as scikit-learn does (-1: all cores),
+    and not absurdly many threads: torch's OpenMP pool allocates per thread up front, so 10**9
+    aborts the process ("Out of memory allocating 216 GB")."""
     n_jobs = estimator.n_jobs
     if n_jobs is not None and (not _is_number_in(n_jobs, True, None, None, False, False) or n_jobs == 0):
         raise ValueError(f"n_jobs must be a non-zero integer (-1: all cores) or None, got {n_jobs!r}")
+    if n_jobs is not None and n_jobs > max_threads():
+        raise ValueError(f"n_jobs must be at most {max_threads()} threads (64 per core, at least 256), "
+                         f"got {n_jobs!r}")
+
+
+def max_threads() -> int:
+    """The most torch threads a fit may ask for: 64 per core, at least 256. Oversubscribing is
+    allowed (a fit may share a machine, or its cores be counted differently; 4096 threads on 2
+    cores still multiply matrices normally); the bound refuses only the absurd."""
+    return max(256, 64 * (os.cpu_count() or 1))
