@@ -149,7 +149,8 @@ def run_predict(args: argparse.Namespace) -> int:
     X, y, source, files = _predict_rows(args, predictor.n_features, _image_size_of(args, predictor))
     if args.plot is not None and y is None:
         raise ValueError(f"--plot draws the confusion matrix, which needs labels; {source} has none")
-    scores = predictor.decision_function(X)
+    with np.errstate(over="ignore", invalid="ignore"):  # an overflow is refused in one line instead
+        scores = predictor.decision_function(X)
     labels = labels_from_scores(predictor.classes, scores)
     result: dict[str, Any] = {"model": args.model, "data": source, "rows": len(labels), "accuracy": None}
     if files is not None:

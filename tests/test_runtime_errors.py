@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import re
 import sys
+import warnings
 
 import numpy as np
 import pytest
@@ -59,6 +60,21 @@ def test_values_that_overflow_float32_on_the_way_are_refused_not_predicted(tmp_p
         if predictor.precision == "fp32":  # int8 scores saturate instead
             with pytest.raises(ValueError, match="the scores overflowed float32"):
                 predictor.predict(np.full((2, 24), -3.4e38))
+
+
+def test_predict_command_refuses_overflowing_rows_in_one_line(tmp_path, capsys):
+    """The command prints the refusal alone, not numpy's overflow warnings before it."""
+    from lastedge.cli import main
+
+    X, y = blobs()
+    prototype_model(X, y, preprocess="none").save(tmp_path / "m.npz")
+    np.savetxt(tmp_path / "rows.csv", np.full((3, 24), 3e38), delimiter=",")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # a warning would be raised here instead of printed
+        code = main(["predict", str(tmp_path / "m.npz"), "--data", str(tmp_path / "rows.csv"), "--no-labels"])
+    err = capsys.readouterr().err
+    assert code == 1 and err.splitlines() == [
+        "lastedge predict: error: X's values are too large: the scores overflowed float32 (NaN or infinite)"]
 
 
 @pytest.mark.parametrize("kind", ["l2", "center-l2"])
