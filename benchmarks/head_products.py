@@ -58,7 +58,7 @@ def timings(X: torch.Tensor, U: torch.Tensor, R: torch.Tensor, repeats: int) -> 
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--repeats", type=int, default=7, help="timed calls per product (default 7)")
     parser.add_argument("--threads", type=int, default=1, help="torch threads (default 1)")
     parser.add_argument("--one-product-always", action="store_true",

@@ -53,7 +53,7 @@ def timed_fit(X: np.ndarray, y: np.ndarray, settings: dict, max_dca_iter: int, n
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--repeats", type=int, default=3, help="fits per setting (default 3)")
     parser.add_argument("--max-dca-iter", type=int, default=3)
     parser.add_argument("--n-jobs", type=int, default=1, help="torch threads (default 1)")

@@ -49,7 +49,7 @@ def step_cost(Z: np.ndarray, n_atoms: int, repeats: int = 200) -> tuple[float, f
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--task", default="bark-woodgrain")
     parser.add_argument("--n-atoms", type=int, default=50)
     parser.add_argument("--inner-solver", default="auto", choices=["auto", "adam", "lbfgs", "subgradient"])

@@ -53,6 +53,7 @@ import harness
 from lastedge.runtime import bench
 from lastedge.train import LASTClassifier
 from lastedge.train.curves import head_histories
+from lastedge.train.last import FULL_BATCH_LIMIT, MINIBATCH_SIZE
 from lastedge.train.objective import HINGES
 from lastedge.train.problem import ATOMS_PER_CLASS
 from lastedge.train import selection
@@ -351,7 +352,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--inner-iter", type=int, default=None,
                    help="inner solver iterations per DCA step (default the library's; --quick: 50)")
     p.add_argument("--batch-size", type=int, default=None,
-                   help="minibatch rows of the inner solver (default the library's: 200 from 5000 rows)")
+                   help=f"minibatch rows of the inner solver (default the library's: {MINIBATCH_SIZE} "
+                        f"from {FULL_BATCH_LIMIT} rows)")
     p.add_argument("--n-jobs", type=int, default=1, help="torch threads during fit (default 1)")
     p.add_argument("--device", default="cpu", help="torch device to train on, e.g. cuda (default cpu)")
     p.add_argument("--tol", type=float, default=LASTClassifier().tol,

@@ -48,7 +48,7 @@ def weights(problem: tuple[torch.Tensor, ...], shortcut: bool) -> tuple[torch.Te
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--repeats", type=int, default=15, help="timed calls per formula (default 15)")
     parser.add_argument("--threads", type=int, default=1, help="torch threads (default 1)")
     args = parser.parse_args()

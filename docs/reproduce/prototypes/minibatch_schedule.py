@@ -68,4 +68,6 @@ def main(data: str, schedule: str, seed: int) -> None:
 
 
 if __name__ == "__main__":
+    if len(sys.argv) != 4 or sys.argv[2] not in SCHEDULES:
+        raise SystemExit(f"usage: minibatch_schedule.py DATA[:ROWS] {'|'.join(SCHEDULES)} SEED")
     main(sys.argv[1], sys.argv[2], int(sys.argv[3]))
