@@ -11,6 +11,7 @@ Needs numpy, plus ai-edge-litert (pip install "lastedge[tflite]") for .tflite fi
 onnxruntime ("lastedge[onnx]") for .onnx files; .npz files run on numpy alone.
 """
 
+import os
 import sys
 import time
 
@@ -25,25 +26,29 @@ def main(argv: list[str]) -> int:
         return 2
     try:
         model = load(argv[0], threads=1)
-        source = open(argv[1]) if len(argv) == 2 else sys.stdin
+        source = open(argv[1], "rb") if len(argv) == 2 else sys.stdin.buffer  # decoded line by line
     except (OSError, ValueError, ImportError) as err:  # no such file, a damaged model, no backend
         print(err, file=sys.stderr)
         return 1
 
     latencies_us = []
-    with source:
-        for number, line in enumerate(source, 1):
-            if not line.strip():
-                continue
-            try:
-                row = np.array(line.split(","), dtype=np.float64)[None, :]
-                start = time.perf_counter()
-                label = model.predict(row)[0]  # one sample at a time, as a sensor delivers them
-            except ValueError as err:  # a bad number, the wrong width, NaN
-                print(f"line {number}: {err}", file=sys.stderr)
-                return 1
-            latencies_us.append((time.perf_counter() - start) * 1e6)
-            print(label, flush=True)
+    try:
+        with source:
+            for number, line in enumerate(source, 1):
+                if not line.strip():
+                    continue
+                try:
+                    row = np.array(line.decode().split(","), dtype=np.float64)[None, :]
+                    start = time.perf_counter()
+                    label = model.predict(row)[0]  # one sample at a time, as a sensor delivers them
+                except ValueError as err:  # not UTF-8 text, a bad number, the wrong width, NaN
+                    print(f"line {number}: {err}", file=sys.stderr)
+                    return 1
+                latencies_us.append((time.perf_counter() - start) * 1e6)
+                print(label, flush=True)
+    except BrokenPipeError:  # the reader stopped early (``... | head -1``): not an error
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # no second error at exit
+        return 0
 
     if latencies_us:
         p50, p99 = np.percentile(latencies_us, [50, 99])

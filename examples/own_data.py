@@ -8,12 +8,13 @@ column) or a folder of images (one subfolder per class) or of IDX files (MNIST's
 A CSV header row is optional; labels may be numbers or text. Data without a test part is split
 75/25 (stratified). CSV features are standardized with the training statistics, images are
 centred and scaled to unit norm one by one (the paper's preprocessing for digits); either way the
-preprocessing is stored in the model, saved as <data name>.npz in the current folder. The CLI
-does the same:
+preprocessing is stored in the model, saved as <data name>.npz in the current folder (an .npz
+archive of rows there is kept: its model is then <data name>-model.npz). The CLI does the same:
     lastedge train --data my_data.csv --atoms 20 --preprocess standardize --out my_data.npz
     lastedge train --data photos/ --atoms 20 --preprocess center-l2 --out photos.npz
 """
 
+import dataclasses
 import sys
 import tempfile
 import warnings
@@ -21,6 +22,7 @@ from pathlib import Path
 
 import numpy as np
 from sklearn.exceptions import ConvergenceWarning
+from sklearn.model_selection import train_test_split
 
 from lastedge.runtime import load
 from lastedge.runtime.data import load_dataset
@@ -43,6 +45,10 @@ def write_demo_csv(folder: Path) -> Path:
 
 def train(source: Path, label_column: str | int) -> None:
     data = load_dataset(str(source), label_column=label_column)
+    if not data.has_test:  # an IDX folder (or .npz) without its test part: split as CSV files are
+        X_train, X_test, y_train, y_test = train_test_split(data.X_train, data.y_train, test_size=0.25,
+                                                            random_state=0, stratify=data.y_train)
+        data = dataclasses.replace(data, X_train=X_train, y_train=y_train, X_test=X_test, y_test=y_test)
     images = "" if data.image_shape is None else f" ({'x'.join(map(str, data.image_shape))} images)"
     print(f"{source.name}: {len(data.X_train)} training rows, {len(data.X_test)} test rows, "
           f"{data.X_train.shape[1]} features{images}, classes {np.unique(data.y_train).tolist()}")
@@ -52,7 +58,10 @@ def train(source: Path, label_column: str | int) -> None:
                          inner_iter=200, random_state=0).fit(data.X_train, data.y_train)
     print(f"train accuracy {clf.score(data.X_train, data.y_train):.2%}, "
           f"test accuracy {clf.score(data.X_test, data.y_test):.2%}")
-    path = clf.to_model().save(f"{source.stem}.npz")
+    path = Path(f"{source.stem}.npz")
+    if path.exists() and path.samefile(source):  # an .npz archive of rows here: keep it
+        path = Path(f"{source.stem}-model.npz")
+    clf.to_model().save(path)
     predictor = load(path)  # what a device would do with the file
     print(f"saved {path}; first test rows: predicted {predictor.predict(data.X_test[:5]).tolist()}, "
           f"true {data.y_test[:5].tolist()}")

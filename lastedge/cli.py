@@ -64,7 +64,16 @@ def build_parser() -> _Parser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Run the CLI; returns the exit status (0 ok, 1 error, 2 usage)."""
+    """Run the CLI; returns the exit status (0 ok, 1 error, 2 usage, 130 interrupted)."""
+    try:
+        return _run(argv)
+    except KeyboardInterrupt:  # also while the commands' modules are imported, before any runs
+        print("lastedge: interrupted", file=sys.stderr)
+        return 130
+
+
+def _run(argv: Sequence[str] | None) -> int:
+    """Parse ``argv`` and run its command, reporting a user's error in one line."""
     parser = build_parser()
     args, unknown = parser.parse_known_args(argv)
     if unknown:
@@ -74,9 +83,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     try:
         return int(args.func(args) or 0)
-    except KeyboardInterrupt:
-        print("lastedge: interrupted", file=sys.stderr)
-        return 130
     except BrokenPipeError:  # the reader stopped early (``lastedge predict ... | head``): not an error
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # no second error at exit
         return 0

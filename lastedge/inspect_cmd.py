@@ -32,7 +32,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                              ".png/.pdf/.svg file (needs matplotlib)")
     parser.add_argument("--image-shape", metavar="SHAPE", default=None,
                         help="with --atoms: how a row is an image, HxW, HxWx3 or 3xHxW (channels first); "
-                             "default: square grayscale when the feature count is a square")
+                             "default: the training images' shape, which the model records, else "
+                             "square grayscale when the feature count is a square")
     parser.add_argument("--per-class", type=int, default=ATOMS_PER_CLASS, metavar="K",
                         help=f"with --atoms: atoms drawn per class (default {ATOMS_PER_CLASS})")
     parser.set_defaults(func=run_inspect)

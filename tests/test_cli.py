@@ -534,3 +534,24 @@ def test_console_script_help():
     assert result.returncode == 0
     for command in ("train", "predict", "export", "bench", "inspect", "demo"):
         assert command in result.stdout
+
+
+@pytest.mark.parametrize("where", ["lastedge.cli.build_parser", "lastedge.inspect_cmd.model_info"],
+                         ids=["importing-the-commands", "running"])
+def test_ctrl_c_is_one_line_and_status_130(capsys, tiny_model_file, monkeypatch, where):
+    def interrupted(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(where, interrupted)
+    code, _, err = run(capsys, "inspect", tiny_model_file)
+    assert code == 130 and err == "lastedge: interrupted\n"
+
+
+def test_inspect_help_says_atoms_default_to_the_recorded_image_shape(capsys, tiny_model_file):
+    model = Model.load(tiny_model_file)
+    model.meta = {**model.meta, "data": {"image_shape": [4, 16]}}  # as ``train --image-shape 4x16`` records
+    assert model.image_shape == (4, 16)  # what ``inspect --atoms`` draws by default, not 8x8
+    with pytest.raises(SystemExit):
+        main(["inspect", "--help"])
+    help_text = " ".join(capsys.readouterr().out.split())
+    assert "default: the training images' shape, which the model records, else square grayscale" in help_text

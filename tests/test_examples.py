@@ -68,3 +68,28 @@ def test_own_data_trains_on_an_image_folder(tmp_path):
     assert "photos: 300 training rows, 100 test rows, 64 features (8x8 images), classes ['digit0'," in out
     assert float(re.search(r"test accuracy ([\d.]+)%", out).group(1)) > 80
     assert (tmp_path / "photos.npz").is_file()
+
+
+def test_own_data_splits_an_idx_folder_without_its_test_files(tmp_path):
+    from sklearn.datasets import load_digits
+
+    X, y = load_digits(return_X_y=True)
+    images = (X[:400] * 255 / 16).astype(np.uint8)
+    (tmp_path / "idx").mkdir()
+    (tmp_path / "idx" / "train-images-idx3-ubyte").write_bytes(
+        np.array([0x803, 400, 8, 8], ">u4").tobytes() + images.tobytes())
+    (tmp_path / "idx" / "train-labels-idx1-ubyte").write_bytes(
+        np.array([0x801, 400], ">u4").tobytes() + y[:400].astype(np.uint8).tobytes())
+    out = run_example("own_data.py", tmp_path, "idx")
+    assert "idx: 300 training rows, 100 test rows, 64 features (8x8 images)" in out
+    assert (tmp_path / "idx.npz").is_file()
+
+
+def test_own_data_keeps_an_npz_archive_of_rows_it_trains_on(tmp_path):
+    from sklearn.datasets import load_digits
+
+    X, y = load_digits(return_X_y=True)
+    np.savez(tmp_path / "rows.npz", X_train=X[:300], y_train=y[:300], X_test=X[300:400], y_test=y[300:400])
+    out = run_example("own_data.py", tmp_path, "rows.npz")
+    assert "saved rows-model.npz" in out
+    assert np.load(tmp_path / "rows.npz").files == ["X_train", "y_train", "X_test", "y_test"]

@@ -146,3 +146,30 @@ def test_confusion_chart(tmp_path):
     with pytest.raises(ValueError, match="matrix must be 2 x 2 for 2 labels"):
         confusion_chart(matrix, ["cat", "dog"], tmp_path / "bad.png")
     assert not (tmp_path / "bad.png").exists()
+
+
+def test_a_figure_is_drawn_before_its_temporary_file_exists(tmp_path):
+    """A process killed while drawing (SIGTERM; many atoms take minutes) leaves no temporary file."""
+    from lastedge.figures import new_figure, save_figure
+
+    fig = new_figure((2.0, 2.0))
+    fig.subplots().plot([0, 1])
+    draw, files_while_drawing = fig.savefig, []
+    fig.savefig = lambda *args, **kwargs: (files_while_drawing.append(list(tmp_path.iterdir())), draw(*args, **kwargs))
+    assert_png(save_figure(fig, tmp_path / "f.png"))
+    assert files_while_drawing == [[]]
+
+
+def test_atoms_placed_by_hand_keep_the_page_of_the_inch_grid(tmp_path):
+    """The atoms are placed by hand (constrained layout took 16 s for 40 labels, 90 s for 62
+    classes), on the page it had: a cell per atom, a title per label, one above all."""
+    import struct
+
+    from lastedge.figures import ATOM_CELL, BLOCK_TITLE, DPI, FIGURE_TITLE, MIN_ATOMS_WIDTH
+
+    dictionaries = {f"class {i}": np.random.default_rng(i).normal(size=(16, 1 + i % 3)) for i in range(40)}
+    path = atoms_as_images(dictionaries, (4, 4), tmp_path / "many.png", "atoms")
+    assert_png(path)
+    width, height = struct.unpack(">II", path.read_bytes()[16:24])  # the PNG header's IHDR size
+    assert width == round(max(MIN_ATOMS_WIDTH, 3 * ATOM_CELL[0] + 0.4) * DPI)
+    assert height == round((40 * (ATOM_CELL[1] + BLOCK_TITLE) + FIGURE_TITLE) * DPI)

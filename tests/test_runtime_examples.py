@@ -75,3 +75,22 @@ def test_on_device_example_refuses_a_damaged_model_in_one_line(files, tmp_path):
     result = subprocess.run([sys.executable, str(EXAMPLE), str(tmp_path / "m.npz"), str(csv)],
                             capture_output=True, text=True)
     assert result.returncode == 1 and "m.npz" in result.stderr and len(result.stderr.splitlines()) == 1
+
+
+def test_on_device_example_stops_at_a_line_that_is_not_text_naming_it(files, tmp_path):
+    model, X, paths, _ = files
+    csv = tmp_path / "rows.csv"
+    csv.write_bytes(",".join(map(str, X[0])).encode() + b"\n\xff\xfe1,2\n")
+    result = subprocess.run([sys.executable, str(EXAMPLE), str(paths["m.npz"]), str(csv)],
+                            capture_output=True, text=True)
+    assert result.returncode == 1 and result.stdout.split() == [str(model.predict(X[:1])[0])]
+    assert result.stderr.startswith("line 2: 'utf-8' codec can't decode") and "Traceback" not in result.stderr
+
+
+def test_on_device_example_stops_quietly_when_its_reader_does(files):
+    _, _, paths, csv = files
+    with subprocess.Popen([sys.executable, str(EXAMPLE), str(paths["m.npz"]), str(csv)],
+                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) as proc:
+        proc.stdout.readline()  # as ``python on_device.py m.npz rows.csv | head -1``
+        proc.stdout.close()
+        assert proc.wait(60) == 0 and "Traceback" not in proc.stderr.read()
