@@ -151,8 +151,9 @@ def to_onnx(
     ----------
     model : Model (or a fitted estimator with ``to_model()``)
     path : destination ending in ``.onnx``
-    int8 : quantize. Static QDQ (int8 weights and activations) calibrated on ``calibration`` rows
-        unless ``dynamic``, which quantizes the weights only and needs no calibration data.
+    int8 : quantize. Static QDQ (8-bit weights and activations, stored as uint8) calibrated on
+        ``calibration`` rows unless ``dynamic``, which quantizes the weights ahead and the
+        activations at run time and needs no calibration data.
     calibration : array [n_rows, n_features] of raw inputs (before preprocessing; a batch of images
         [n_rows, H, W(, 3)] is flattened), >= 20 rows.
     per_channel : per-channel int8 weights (static int8 only).

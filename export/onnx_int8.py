@@ -4,13 +4,15 @@ Static: the Gemm form (bias ``C = -threshold``) lets onnxruntime fuse ``DQ -> Ge
 into ``QGemm`` kernels, so the whole chain runs in integer arithmetic. The ranges come from
 ``calibration.Ranges`` (the same ones the TFLite writer uses), passed as tensor overrides.
 
-Activations and weights are uint8 (asymmetric, per-channel weights by default; dynamic files'
-weights too, which took the digits model's worst score error from 3.4 to 0.37). onnxruntime's x86
-kernels for int8 weights add pairs of 8-bit products in 16 bits, which saturates on CPUs without
-VNNI (AVX2 only): measured on an AMD EPYC, a digits model's fused int8 graph agreed with the float
-model on 94.8 % of the rows against 100 % for the same file unfused. With uint8 weights the fused
-graph gives the unfused graph's scores on such a CPU too, and the weights keep all 8 bits (7-bit
-int8 weights, onnxruntime's other remedy, left the demo's model at 98.89 % agreement).
+Activations and weights are uint8 (dynamic files' weights too, which took the digits model's
+worst score error from 3.4 to 0.37). Activations and per-tensor weights (dynamic files') are
+asymmetric; per-channel weights (static files' default) onnxruntime quantizes symmetrically, about
+zero point 128. onnxruntime's x86 kernels for int8 weights add pairs of 8-bit products in 16
+bits, which saturates on CPUs without VNNI (AVX2 only): measured on an AMD EPYC, a digits model's
+fused int8 graph agreed with the float model on 94.8 % of the rows against 100 % for the same file
+unfused. With uint8 weights the fused graph gives the unfused graph's scores on such a CPU too,
+and the weights keep all 8 bits (7-bit int8 weights, onnxruntime's other remedy, left the demo's
+model at 98.89 % agreement).
 """
 
 from __future__ import annotations
