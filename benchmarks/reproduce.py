@@ -38,10 +38,11 @@ Data = tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]
 ATOM_FREE = None  # plan entry of a method without atoms: run once per task
 QUICK_ROWS = {"train": 400, "test": 200}
 QUICK_TEXTURE_PATCHES = 60  # per texture and split
-QUICK_BUDGET = {"last": {"max_dca_iter": 2, "inner_iter": 30}, "sgd_iter": 200}
+QUICK_BUDGET = {"last": {"max_dca_iter": 2, "inner_iter": 30}}  # SGD's --quick budget: harness.Budget
 # MNIST LAST: the issue's wall-clock budget; its learning curve is checked against these errors.
 MNIST_BUDGET_S = 20 * 60
 MILESTONES_PCT = (2.0, 1.5, 1.32)
+RUN_FIELDS = ("machine", "versions", "sgd_iter")  # what a results file records of the run that wrote it
 
 
 @dataclass(frozen=True)
@@ -266,13 +267,16 @@ def _training_record(model, curve: LearningCurve | None) -> dict[str, Any]:
     return record
 
 
-def merge_rows(experiment: Experiment, paths: list[Path]) -> list[dict[str, Any]]:
-    """The rows of several (partial) runs' JSON files of one experiment, as one table.
+def merge_rows(experiment: Experiment, paths: list[Path]) -> tuple[list[dict[str, Any]], dict[str, list[Any]]]:
+    """The rows of several (partial) runs' JSON files of one experiment, as one table, and what the
+    files record of the runs that made them (``RUN_FIELDS``: each distinct value once, in file order),
+    which the merged file keeps: the merge itself ran none of them.
 
     A later file's row replaces an earlier one for the same task, method and N; rows are ordered
     by task (as first seen), then by the experiment's plan, then by N.
     """
     merged: dict[tuple[str, str, int | None], dict[str, Any]] = {}
+    runs: dict[str, list[Any]] = {name: [] for name in RUN_FIELDS}
     data_choices = set()
     for path in paths:
         try:
@@ -285,6 +289,9 @@ def merge_rows(experiment: Experiment, paths: list[Path]) -> list[dict[str, Any]
         if len(data_choices) > 1:
             options = ", ".join("--" + name.replace("_", "-") for name in experiment.data_args)
             raise ValueError(f"{path} ran with other {options} than the files before it")
+        for name in RUN_FIELDS:
+            if name in record and record[name] not in runs[name]:
+                runs[name].append(record[name])
         for row in record["results"]:
             merged[row["task"], row["method"], row["n_atoms"]] = row
     tasks = list(dict.fromkeys(task for task, _, _ in merged))
@@ -295,7 +302,7 @@ def merge_rows(experiment: Experiment, paths: list[Path]) -> list[dict[str, Any]
         rank = methods.index(method) if method in methods else len(methods)
         return tasks.index(task), rank, -1 if n is None else n
 
-    return [merged[key] for key in sorted(merged, key=order)]
+    return [merged[key] for key in sorted(merged, key=order)], runs
 
 
 # ---------------------------------------------------------------- figures
@@ -356,9 +363,12 @@ COLUMNS: list[harness.Column] = [
 ]
 
 
-def write_json(path: Path, name: str, args: argparse.Namespace, rows: list[dict[str, Any]]) -> None:
+def write_json(path: Path, name: str, args: argparse.Namespace, rows: list[dict[str, Any]],
+               runs: dict[str, list[Any]] | None = None) -> None:
+    """``harness.write_json``; a merge passes ``runs``, its files' ``RUN_FIELDS``, to record them
+    in place of its own machine, versions and SGD budget."""
     harness.write_json(path, f"reproduce {name}", args, rows,
-                       extra={"last_budget": "per experiment, see reproduce.EXPERIMENTS"})
+                       extra={"last_budget": "per experiment, see reproduce.EXPERIMENTS", **(runs or {})})
 
 
 def error_by_atoms(rows: list[dict[str, Any]], task: str) -> str:
@@ -459,11 +469,11 @@ def main(argv: list[str] | None = None) -> int:
         elif args.merge:
             experiment = EXPERIMENTS[name]
             try:
-                rows = merge_rows(experiment, args.merge)
+                rows, runs = merge_rows(experiment, args.merge)
             except ValueError as error:
                 print(f"reproduce.py: error: {error}", file=sys.stderr)
                 return 2
-            write_json(args.out / f"{output_name(name, args)}.json", name, args, rows)
+            write_json(args.out / f"{output_name(name, args)}.json", name, args, rows, runs)
             make_figures(experiment, rows, {}, {}, args)
             text = summary(experiment, rows, args)
         else:

@@ -69,7 +69,11 @@ def train(source: Path, label_column: str | int) -> None:
 
 def main(argv: list[str]) -> int:
     if argv:
-        train(Path(argv[0]), argv[1] if len(argv) > 1 else -1)
+        try:
+            train(Path(argv[0]), argv[1] if len(argv) > 1 else -1)
+        except (OSError, ValueError, ImportError) as err:  # no such file, unreadable rows, no Pillow
+            print(err, file=sys.stderr)
+            return 1
         return 0
     with tempfile.TemporaryDirectory() as folder:
         csv = write_demo_csv(Path(folder))

@@ -59,6 +59,7 @@ def run_demo(args: argparse.Namespace) -> int:
     from lastedge.runtime.data import load_dataset
 
     start = time.perf_counter()
+    out = None if args.out is None else check_out_folder(args.out)
     settings = QUICK if args.quick else FULL
     data = load_dataset("digits", test_size=0.25, random_state=0)
     print(f"digits: {len(data.X_train)} train / {len(data.X_test)} test rows, "
@@ -72,9 +73,9 @@ def run_demo(args: argparse.Namespace) -> int:
     print(f"\nexport to {args.out}" if args.out else
           "\nexport to a temporary folder (--out DIR keeps the files)")
     last = candidates[0][1]
-    with output_folder(args.out) as folder:
+    with output_folder(out) as folder:
         bench_rows = export_and_bench(last.to_model(), data, folder, settings)
-        if args.out:
+        if out is not None:
             draw_figures(last, bench_rows, folder)
     print(f"demo took {time.perf_counter() - start:.0f} s")
     return 0
@@ -169,13 +170,27 @@ def draw_figures(last: Any, bench_rows: list[dict[str, Any]], folder: Path) -> N
     print("\nfigures: " + ", ".join(path.name for path in paths))
 
 
-@contextlib.contextmanager
-def output_folder(out: str | None) -> Iterator[Path]:
-    """``out`` (created if needed), or a temporary folder removed afterwards."""
-    if out is not None:
-        folder = Path(out)
+def check_out_folder(out: str) -> Path:
+    """``out``, created if needed, once a file can be written in it: checked before the 30-60 s of
+    training, so that a bad --out does not cost them."""
+    from lastedge.runtime.model import cannot_write, check_output_path
+
+    folder = Path(out)
+    existing = next(path for path in (folder, *folder.parents) if path.exists())
+    if not existing.is_dir():
+        raise ValueError(f"--out {out}{'' if existing == folder else f': {existing}'} is a file, not a folder")
+    try:
         folder.mkdir(parents=True, exist_ok=True)
-        yield folder
+    except OSError as err:  # /proc, a read-only mount
+        raise cannot_write(Path(err.filename or folder), err) from None
+    return check_output_path(folder / "digits.npz", ".npz", "--out").parent
+
+
+@contextlib.contextmanager
+def output_folder(out: Path | None) -> Iterator[Path]:
+    """``out``, or a temporary folder removed afterwards."""
+    if out is not None:
+        yield out
         return
     with tempfile.TemporaryDirectory(prefix="lastedge-demo-") as tmp:
         yield Path(tmp)

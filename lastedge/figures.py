@@ -203,6 +203,8 @@ def model_atoms(model: Model, path: str | os.PathLike, image_shape: tuple[int, .
         raise ValueError(f"an image of shape {'x'.join(map(str, image_shape))} has {math.prod(image_shape)} "
                          f"values; the model has {model.n_features} features")
     dictionaries, captions = strongest_atoms(model, per_output)
+    if not dictionaries:  # every output's weights are zero: no atom takes part in a score
+        raise ValueError("the model has no atom with a non-zero weight to draw: all its weights are zero")
     return atoms_as_images(dictionaries, image_shape, path, f"strongest atoms per output ({model.n_atoms} in all)",
                            max_atoms=per_output, channels_first=channels_first, atom_titles=captions)
 

@@ -8,6 +8,7 @@ shape and dtype is checked on load.
 
 from __future__ import annotations
 
+import errno
 import json
 import math
 import os
@@ -401,8 +402,17 @@ def check_output_path(path: str | os.PathLike, suffixes: str | tuple[str, ...], 
         with tempfile.TemporaryFile(dir=folder):
             pass
     except OSError as err:
-        raise ValueError(f"cannot write {path}: folder {folder} is not writable ({err.strerror})") from None
+        raise cannot_write(path, err) from None
     return path
+
+
+def cannot_write(path: Path, err: OSError) -> ValueError:
+    """The error for ``path``, whose folder exists but refused a new file or folder (``err``). It
+    names the user's path, not a temp file's; /proc refuses with "No such file or directory",
+    which would read as a missing folder, so that one says what it means."""
+    folder = path.parent if str(path.parent) else Path(".")
+    why = "it does not accept new files" if err.errno == errno.ENOENT else err.strerror or str(err)
+    return ValueError(f"cannot write {path}: folder {folder} is not writable ({why})")
 
 
 def write_atomically(path: str | os.PathLike, write) -> None:
@@ -418,8 +428,8 @@ def write_atomically(path: str | os.PathLike, write) -> None:
         raise ValueError(f"cannot write {path}: it is a folder")
     try:
         fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=folder)
-    except OSError as err:  # named by the user's path, not the temp file's
-        raise ValueError(f"cannot write {path}: {err.strerror or err}") from None
+    except OSError as err:
+        raise cannot_write(path, err) from None
     try:
         with os.fdopen(fd, "wb") as f:
             write(f)

@@ -281,6 +281,19 @@ def test_demo_quick(capsys, tmp_path):
     assert all((tmp_path / name).read_bytes()[:4] == b"\x89PNG" for name in figures)
 
 
+@pytest.mark.parametrize("out, message", [
+    ("/proc/lastedge-demo", r"cannot write /proc/lastedge-demo: folder /proc is not writable \(it does not accept new files\)"),
+    ("{d}/notes.txt", r"--out .*notes.txt is a file, not a folder"),
+    ("{d}/notes.txt/sub", r"--out .*notes.txt/sub: .*notes.txt is a file, not a folder"),
+], ids=["proc", "a-file", "under-a-file"])
+def test_demo_checks_its_out_folder_before_training(capsys, tmp_path, out, message):
+    """The folder was made after the 30-60 s of training, and /proc's refusal read "no such file"."""
+    (tmp_path / "notes.txt").write_text("hello")
+    code, out, err = run(capsys, "demo", "--quick", "--out", out.format(d=tmp_path))
+    assert code == 1 and out == ""  # nothing trained
+    assert len(err.splitlines()) == 1 and re.search(message, err), err
+
+
 def test_demo_without_export_or_plot_extras_still_benchmarks_the_npz(capsys, tmp_path, monkeypatch):
     import lastedge.export
 
@@ -330,7 +343,7 @@ def mark_encrypted(path: Path) -> Path:
     (["train", "--data", "digits", *TINY, "--out", "{d}/m.txt"], "--out must be a .npz file"),
     (["train", "--data", "digits", *TINY, "--out", "{d}/no/m.npz"], "folder .* does not exist"),
     (["train", "--data", "digits", *TINY, "--out", "{d}/folder.npz"], "cannot write .*folder.npz: it is a folder"),
-    (["train", "--data", "digits", *TINY, "--out", "/proc/m.npz"], "cannot write /proc/m.npz: folder /proc is not writable"),  # root too
+    (["train", "--data", "digits", *TINY, "--out", "/proc/m.npz"], r"cannot write /proc/m.npz: folder /proc is not writable \(it does not accept new files\)$"),  # root too
     (["train", "--data", "{d}/notes.txt", *TINY, "--out", "{d}/m.npz"],
      "unsupported data file 'notes.txt'"),
     (["train", "--data", "digits", "--atoms", "2", "--method", "sgd", "--max-dca-iter", "3",

@@ -44,6 +44,14 @@ def test_own_data_writes_a_demo_csv_when_given_none(tmp_path):
     assert (tmp_path / "digits_table.npz").is_file()
 
 
+def test_own_data_reports_a_missing_file_in_one_line(tmp_path):
+    """It showed a traceback."""
+    result = subprocess.run([sys.executable, str(EXAMPLES / "own_data.py"), "missing.csv"], cwd=tmp_path,
+                            capture_output=True, text=True, timeout=300)
+    assert result.returncode == 1 and result.stdout == ""
+    assert result.stderr.splitlines() == ["data source 'missing.csv' is neither 'digits' nor an existing file or folder"]
+
+
 def test_own_data_trains_on_a_given_csv(tmp_path):
     rng = np.random.default_rng(0)
     labels = np.array(["low", "high"])[np.arange(80) % 2]

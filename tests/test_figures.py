@@ -63,6 +63,15 @@ def test_binary_model_has_one_row_named_after_its_positive_class():
     assert captions == {"score (> 0: class yes): 2 of its 2 atoms": ["against", "for"]}
 
 
+def test_model_atoms_of_a_model_whose_weights_are_all_zero_say_so(tmp_path):
+    """It said "dictionaries is empty; expected at least one label", the drawing code's words."""
+    model = one_vs_all_model()
+    model = Model(model.dictionary, np.zeros_like(model.weights), model.classes)
+    with pytest.raises(ValueError, match="^the model has no atom with a non-zero weight to draw: all its weights are zero$"):
+        model_atoms(model, tmp_path / "atoms.png")
+    assert list(tmp_path.iterdir()) == []
+
+
 def test_model_atoms_figure(tmp_path):
     assert_png(model_atoms(one_vs_all_model(), tmp_path / "atoms.png"))  # 16 features: 4x4 images
     with pytest.raises(ValueError, match="12 features are not a square image"):

@@ -101,7 +101,9 @@ def test_quick_run_puts_the_papers_numbers_beside_ours(quick_run):
     assert last["learning_curve"] and set(last["seconds_to_error_pct"]) == {"2", "1.5", "1.32"}
     summary = (quick_run / "digits.md").read_text()  # the milestones are MNIST's targets, not USPS's
     assert "mnist LAST time to test error" in summary and "usps LAST time to test error" not in summary
-    assert "| LAST | numpy fp32 |" in (quick_run / "test-time.md").read_text()
+    test_time = (quick_run / "test-time.md").read_text()
+    assert "| LAST | numpy fp32 |" in test_time
+    assert "seconds (300 images)" in test_time and "10k" not in test_time  # --quick times 300 images
 
 
 def test_merge_joins_partial_runs_later_rows_winning(quick_run, tmp_path):
@@ -110,7 +112,7 @@ def test_merge_joins_partial_runs_later_rows_winning(quick_run, tmp_path):
     first, rest = rows[:3], rows[3:]
     rerun = {**first[0], "error_pct": 1.5}  # the same task, method and N measured again
     for name, part in (("a", first), ("b", [rerun, *rest])):
-        (tmp_path / f"{name}.json").write_text(json.dumps({**record, "results": part}))
+        (tmp_path / f"{name}.json").write_text(json.dumps({**record, "results": part, "machine": f"machine {name}"}))
     out = tmp_path / "merged"
     sys.path.insert(0, str(BENCHMARKS))
     try:
@@ -130,7 +132,10 @@ def test_merge_joins_partial_runs_later_rows_winning(quick_run, tmp_path):
                                "--out", str(out)]) == 0
     finally:
         sys.path.remove(str(BENCHMARKS))
-    merged = json.loads((out / "textures.json").read_text())["results"]
+    merged_record = json.loads((out / "textures.json").read_text())
+    assert merged_record["machine"] == ["machine a", "machine b"]  # the runs' machines, not the merge's
+    assert merged_record["versions"] == [record["versions"]]
+    merged = merged_record["results"]
     key = lambda row: (row["task"], row["method"], row["n_atoms"])
     assert sorted(map(key, merged)) == sorted(map(key, rows))
     assert next(r for r in merged if key(r) == key(first[0]))["error_pct"] == 1.5

@@ -407,6 +407,14 @@ def test_model_load_refuses_a_file_that_is_no_npz_archive(tmp_path):
             Model.load(path)
 
 
+def test_saving_where_no_file_can_be_created_says_so():
+    """/proc refuses a new file with ENOENT: the message read "No such file or directory"."""
+    X, y = blobs()
+    with pytest.raises(ValueError, match=r"^cannot write /proc/m.npz: folder /proc is not writable "
+                                         r"\(it does not accept new files\)$"):
+        prototype_model(X, y).save("/proc/m.npz")
+
+
 def test_saving_over_a_folder_is_refused_and_leaves_nothing_behind(tmp_path):
     """os.replace raised IsADirectoryError naming the temp file."""
     X, y = blobs()
