@@ -14,7 +14,6 @@ archive of rows there is kept: its model is then <data name>-model.npz). The CLI
     lastedge train --data photos/ --atoms 20 --preprocess center-l2 --out photos.npz
 """
 
-import dataclasses
 import sys
 import tempfile
 import warnings
@@ -22,7 +21,6 @@ from pathlib import Path
 
 import numpy as np
 from sklearn.exceptions import ConvergenceWarning
-from sklearn.model_selection import train_test_split
 
 from lastedge.runtime import load
 from lastedge.runtime.data import load_dataset
@@ -44,11 +42,7 @@ def write_demo_csv(folder: Path) -> Path:
 
 
 def train(source: Path, label_column: str | int) -> None:
-    data = load_dataset(str(source), label_column=label_column)
-    if not data.has_test:  # an IDX folder (or .npz) without its test part: split as CSV files are
-        X_train, X_test, y_train, y_test = train_test_split(data.X_train, data.y_train, test_size=0.25,
-                                                            random_state=0, stratify=data.y_train)
-        data = dataclasses.replace(data, X_train=X_train, y_train=y_train, X_test=X_test, y_test=y_test)
+    data = load_dataset(str(source), label_column=label_column).with_test_part()  # 75/25 if none
     images = "" if data.image_shape is None else f" ({'x'.join(map(str, data.image_shape))} images)"
     print(f"{source.name}: {len(data.X_train)} training rows, {len(data.X_test)} test rows, "
           f"{data.X_train.shape[1]} features{images}, classes {np.unique(data.y_train).tolist()}")

@@ -40,6 +40,13 @@ class Dataset:
     def has_test(self) -> bool:
         return len(self.X_test) > 0
 
+    def with_test_part(self, test_size: float = 0.25, random_state: int = 0) -> "Dataset":
+        """Itself, or its rows split into train and test (stratified, as CSV files are) when it has
+        no test part, as an ``.npz`` or IDX folder may not."""
+        if self.has_test:
+            return self
+        return _split(self.X_train, self.y_train, self.name, test_size, random_state, self.image_shape)
+
 
 def load_dataset(source: str, *, label_column: str | int = -1, test_size: float = 0.25,
                  random_state: int = 0, image_size: tuple[int, int] | None = None) -> Dataset:

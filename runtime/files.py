@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 
 from . import flatbuffer as fb
-from .model import ZIP_MAGIC, image_shape_of
+from .model import ZIP_MAGIC, check_classes, image_shape_of
 from .preprocess import Preprocess
 
 KINDS = {".npz": "npz", ".onnx": "onnx", ".tflite": "tflite"}
@@ -114,12 +114,7 @@ def _header(fields: dict[str, Any]) -> Header:
         raise ValueError(f"format_version {version} is newer than this lastedge reads "
                          f"(<= {SUPPORTED_FORMAT_VERSION}): upgrade lastedge")
     classes = np.asarray(fields["classes"])
-    if classes.ndim != 1 or classes.dtype.kind not in "biufU" or len(classes) < 2:
-        raise ValueError("classes must be a list of >= 2 numbers or strings")
-    if classes.dtype.kind == "f" and not np.all(np.isfinite(classes)):
-        raise ValueError("classes must be finite numbers or strings")
-    if len(np.unique(classes)) != len(classes):
-        raise ValueError("classes repeat a label")
+    check_classes(classes)
     n_outputs = fields["n_outputs"]
     if n_outputs != (1 if len(classes) == 2 else len(classes)):
         raise ValueError(f"n_outputs {n_outputs!r} does not match {len(classes)} classes")

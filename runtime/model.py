@@ -84,6 +84,19 @@ def check_scores(scores: np.ndarray) -> np.ndarray:
     return scores
 
 
+def check_classes(classes: np.ndarray) -> None:
+    """A model's labels, from its arrays or an exported file's metadata: 1-D numbers or strings,
+    finite, at least 2, none repeated."""
+    if classes.ndim != 1 or classes.dtype.kind not in "biufU":
+        raise ValueError(f"classes must be a 1-D array of numbers or strings, got {classes.dtype}")
+    if classes.dtype.kind == "f" and not np.all(np.isfinite(classes)):
+        raise ValueError(f"classes must be finite numbers or strings, got {classes.tolist()}")
+    if len(classes) < 2:
+        raise ValueError(f"classes must hold at least 2 labels, got {classes.tolist()}")
+    if len(np.unique(classes)) != len(classes):
+        raise ValueError(f"classes repeat a label: {classes.tolist()}")
+
+
 def in_row_blocks(score: Callable[[np.ndarray], np.ndarray], X: np.ndarray, width: int) -> np.ndarray:
     """``score(X)``, called on consecutive blocks of rows whose results are stacked.
 
@@ -189,12 +202,7 @@ class Model:
             raise ValueError(f"dictionary must be non-empty, got shape {D.shape}")
         if W.shape[0] != D.shape[1]:
             raise ValueError(f"weights have {W.shape[0]} rows, dictionary has {D.shape[1]} atoms")
-        if classes.ndim != 1 or classes.dtype.kind not in "biufU":
-            raise ValueError(f"classes must be a 1-D array of numbers or strings, got {classes.dtype}")
-        if classes.dtype.kind == "f" and not np.all(np.isfinite(classes)):
-            raise ValueError(f"classes must be finite numbers or strings, got {classes.tolist()}")
-        if len(classes) < 2 or len(np.unique(classes)) != len(classes):
-            raise ValueError(f"classes must hold at least 2 distinct labels, got {classes.tolist()}")
+        check_classes(classes)
         expected_outputs = 1 if len(classes) == 2 else len(classes)
         if W.shape[1] != expected_outputs:
             raise ValueError(

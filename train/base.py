@@ -21,6 +21,22 @@ from .objective import atom_votes
 from .params import check_n_atoms_and_preprocess, check_n_jobs, check_number, check_step_sizes
 
 
+def validate_fit_data(estimator: BaseEstimator, X, y) -> tuple[np.ndarray, np.ndarray]:
+    """Validated ``X`` and class indices of ``y``; sets ``classes_`` and ``n_features_in_``.
+
+    Raises ValueError on NaN, infinite or beyond-float32 inputs (which predict refuses) and on a
+    single class.
+    """
+    X, y = validate_data(estimator, X, y, dtype=[np.float64, np.float32], ensure_min_samples=2)
+    check_input(X, X.shape[1])
+    check_classification_targets(y)
+    estimator.classes_, y_index = np.unique(y, return_inverse=True)
+    if len(estimator.classes_) < 2:
+        raise ValueError(f"y has a single class ({estimator.classes_[0].tolist()!r}); "
+                         "a classifier needs at least 2 classes")
+    return X, y_index
+
+
 class ModelBackedClassifier:
     """Prediction through the fitted ``model_`` (a ``runtime.Model``), shared by every trainer.
 
@@ -80,16 +96,9 @@ class SoftThresholdBase(ModelBackedClassifier, TransformerMixin, ClassifierMixin
         usable_device(self.device)
 
     def _validate_fit_data(self, X, y) -> tuple[np.ndarray, np.ndarray]:
-        X, y = validate_data(self, X, y, dtype=[np.float64, np.float32], ensure_min_samples=2)
-        check_input(X, X.shape[1])  # the rows predict accepts: finite in float32
-        check_classification_targets(y)
-        self.classes_, y_index = np.unique(y, return_inverse=True)
+        X, y_index = validate_fit_data(self, X, y)
         if self.classes_.dtype == object:  # e.g. pandas strings: stored as text, never pickled
             self.classes_ = self.classes_.astype(str)
-        if len(self.classes_) < 2:
-            raise ValueError(
-                f"y has a single class ({self.classes_[0].tolist()!r}); a classifier needs at least 2 classes"
-            )
         return X, y_index
 
     @contextlib.contextmanager

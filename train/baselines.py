@@ -22,14 +22,12 @@ from sklearn.decomposition import MiniBatchDictionaryLearning
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.model_selection import StratifiedKFold, cross_val_score
 from sklearn.svm import LinearSVC
-from sklearn.utils.multiclass import check_classification_targets
-from sklearn.utils.validation import check_random_state, validate_data
+from sklearn.utils.validation import check_random_state
 
 from lastedge import __version__
 from lastedge.runtime import Model, Preprocess
-from lastedge.runtime.model import check_input
 
-from .base import ModelBackedClassifier
+from .base import ModelBackedClassifier, validate_fit_data
 from .params import check_n_atoms_and_preprocess, check_number
 
 DICTIONARIES = ("kmeans", "random", "l1")
@@ -242,22 +240,6 @@ def best_cross_validated(mean_accuracy: np.ndarray, y_index: np.ndarray, classes
                          f"{counts[rarest]} training row(s)); give {searched} explicitly or more rows "
                          f"of each class")
     return int(np.nanargmax(accuracy))
-
-
-def validate_fit_data(estimator: BaseEstimator, X, y) -> tuple[np.ndarray, np.ndarray]:
-    """Validated ``X`` and class indices of ``y``; sets ``classes_`` and ``n_features_in_``.
-
-    Raises ValueError on NaN, infinite or beyond-float32 inputs (which predict refuses) and on a
-    single class.
-    """
-    X, y = validate_data(estimator, X, y, dtype=[np.float64, np.float32], ensure_min_samples=2)
-    check_input(X, X.shape[1])
-    check_classification_targets(y)
-    estimator.classes_, y_index = np.unique(y, return_inverse=True)
-    if len(estimator.classes_) < 2:
-        raise ValueError(f"y has a single class ({estimator.classes_[0].tolist()!r}); "
-                         "a classifier needs at least 2")
-    return X, y_index
 
 
 def class_atom_counts(n_atoms: int, classes: np.ndarray) -> np.ndarray:

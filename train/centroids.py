@@ -15,7 +15,8 @@ from sklearn.utils.validation import check_is_fitted, check_random_state, valida
 from lastedge.runtime import Preprocess
 from lastedge.runtime.model import check_input
 
-from .baselines import class_atoms, validate_fit_data
+from .base import validate_fit_data
+from .baselines import class_atoms
 from .params import check_n_atoms_and_preprocess
 
 

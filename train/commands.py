@@ -30,7 +30,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                     "label column), a folder of IDX files (MNIST's format: train-images-idx3-ubyte"
                     "[.gz], train-labels-..., optionally t10k-...) or an image folder (one "
                     "subfolder per class, or train/ and test/ holding them; images of one size). "
-                    "Sources without a test part are split 75/25, stratified. Prints train/test "
+                    "CSV files and image folders without a test part are split 75/25, "
+                    "stratified; an .npz or IDX folder without one trains on all its rows. "
+                    "Prints train/test "
                     "accuracy, training time, feature sparsity and model size; writes the model "
                     "atomically.")
     p.add_argument("--data", required=True, metavar="PATH|digits",

@@ -20,8 +20,8 @@ from sklearn.utils.validation import check_is_fitted, check_random_state, valida
 
 from lastedge.runtime import Preprocess
 
-from .baselines import (C_GRID, best_cross_validated, l1_dictionary, linear_svm, unit_norm,
-                        validate_fit_data)
+from .base import validate_fit_data
+from .baselines import C_GRID, best_cross_validated, l1_dictionary, linear_svm, unit_norm
 from .params import check_n_atoms_and_preprocess, check_number
 
 _C_FOLDS = 3  # cross-validation folds that choose C when it is None
