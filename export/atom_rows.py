@@ -6,7 +6,9 @@ center-l2 digits model, none of a model without preprocessing), so a row is buil
 ``d`` and a level: in preprocessed space, ``z = level * d / |d|^2 + u`` with ``u`` random and
 orthogonal to ``d``, so that ``z @ d == level`` to rounding. For the normalising preprocessings z
 is a unit row instead (zero-mean for center-l2), which is then its own preprocessed form; a level
-that no unit row reaches (``|level| > |d|``) gives no row.
+that no unit row reaches (``|level| > |d|``) gives no row, and so does a row beyond float32 (the
+level of an atom whose column is nearly zero) or whose float32 scores overflow: the Python model
+refuses such rows, so nothing could be compared on them.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from __future__ import annotations
 import numpy as np
 
 from lastedge.runtime import Model
+from lastedge.runtime.model import FLOAT32_MAX
 
 
 def _centred(model: Model, d: np.ndarray) -> np.ndarray:
@@ -60,10 +63,20 @@ def _rows_at_levels(model: Model, atoms: np.ndarray, levels: np.ndarray, seed: i
 
 
 def _raw(model: Model, Z: np.ndarray) -> np.ndarray:
-    """Raw float32 rows whose preprocessed form is ``Z`` (a unit row is its own l2 form)."""
+    """Raw float32 rows whose preprocessed form is ``Z`` (a unit row is its own l2 form), those
+    that ``scorable`` keeps."""
     if model.preprocess.kind == "standardize":
         Z = Z * model.preprocess.scale + model.preprocess.mean
-    return Z.astype(np.float32)
+    return scorable(model, Z)
+
+
+def scorable(model: Model, rows: np.ndarray) -> np.ndarray:
+    """The ``rows`` that float32 holds and whose float32 scores stay finite, as float32: the only
+    rows the Python model scores, and so the only ones an exported file can be compared on."""
+    rows = np.asarray(rows, dtype=np.float64)
+    rows = rows[np.abs(rows).max(axis=1) <= FLOAT32_MAX].astype(np.float32)
+    with np.errstate(over="ignore", invalid="ignore"):
+        return rows[np.isfinite(model.features(rows) @ model.weights).all(axis=1)]
 
 
 def threshold_rows(model: Model, count: int = 16, seed: int = 0) -> np.ndarray:

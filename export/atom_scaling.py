@@ -14,6 +14,7 @@ from __future__ import annotations
 import numpy as np
 
 from lastedge.runtime import Model
+from lastedge.runtime.model import FLOAT32_MAX
 
 
 def graph_parameters(model: Model, rescale: bool = True) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -24,5 +25,7 @@ def graph_parameters(model: Model, rescale: bool = True) -> tuple[np.ndarray, np
         return D, np.full(model.n_atoms, float(model.alpha)), model.weights.astype(np.float64)
     norms = np.linalg.norm(D, axis=0)
     scale = np.where(norms > 0, norms, 1.0)
-    threshold = np.full(model.n_atoms, float(model.alpha)) / scale
+    # a column near float32's smallest values puts alpha / ||d_j|| beyond float32 (an infinite
+    # constant in the file, and overflow warnings): float32's largest is as far out of reach
+    threshold = np.clip(np.full(model.n_atoms, float(model.alpha)) / scale, -FLOAT32_MAX, FLOAT32_MAX)
     return D / scale, threshold, model.weights.astype(np.float64) * scale[:, None]

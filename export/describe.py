@@ -13,18 +13,24 @@ from .metadata import METADATA_KEY, loads
 
 
 def _onnx_tensor(value_info: Any, onnx: Any) -> dict[str, Any]:
+    """Name, shape and dtype of a graph input or output; one that is no tensor of a known element
+    type (a sequence, a map, a type newer than this onnx) is named by its kind or type number."""
+    kind = value_info.type.WhichOneof("value")
     tensor = value_info.type.tensor_type
     shape = [d.dim_param or d.dim_value for d in tensor.shape.dim]
-    return {"name": value_info.name, "shape": shape,
-            "dtype": onnx.helper.tensor_dtype_to_np_dtype(tensor.elem_type).name}
+    try:
+        dtype = onnx.helper.tensor_dtype_to_np_dtype(tensor.elem_type).name
+    except KeyError:
+        dtype = f"ONNX element type {tensor.elem_type}" if kind == "tensor_type" else str(kind)
+    return {"name": value_info.name, "shape": shape, "dtype": dtype}
 
 
 def _describe_onnx(path: Path) -> dict[str, Any]:
     import onnx
     from google.protobuf.message import DecodeError
 
-    try:
-        proto = onnx.load(path)
+    try:  # the graph only: lastedge writes no external data, and a file may point anywhere
+        proto = onnx.load(path, load_external_data=False)
     except (DecodeError, ValueError) as err:
         raise ValueError(f"{path} is not a readable ONNX file ({type(err).__name__})") from None
     props = {p.key: p.value for p in proto.metadata_props}
@@ -42,13 +48,18 @@ def _describe_onnx(path: Path) -> dict[str, Any]:
 def _tflite_tensor(tensor: Any, tfl: Any) -> dict[str, Any]:
     names = {v: k for k, v in vars(tfl.TensorType).items() if not k.startswith("_")}
     shape = tensor.ShapeSignatureAsNumpy() if tensor.ShapeSignatureLength() else tensor.ShapeAsNumpy()
-    info: dict[str, Any] = {"name": tensor.Name().decode(), "shape": [int(d) for d in shape],
+    info: dict[str, Any] = {"name": _text(tensor.Name()), "shape": [int(d) for d in shape],
                             "dtype": names.get(tensor.Type(), str(tensor.Type())).lower()}
     q = tensor.Quantization()
     if q is not None and q.ScaleLength():
         info["quantization"] = {"scale": q.ScaleAsNumpy().tolist(),
                                 "zero_point": q.ZeroPointAsNumpy().tolist()}
     return info
+
+
+def _text(value: bytes | None) -> str:
+    """A flatbuffer string field, which a file may leave out (a name, a signature key)."""
+    return (value or b"").decode()
 
 
 def _describe_tflite(path: Path) -> dict[str, Any]:
@@ -66,6 +77,8 @@ def _describe_tflite(path: Path) -> dict[str, Any]:
 
 def _read_tflite(data: bytes, path: Path) -> dict[str, Any]:
     """Ops, tensors, signatures, description and metadata of a structurally checked flatbuffer."""
+    from lastedge.runtime.files import tflite_metadata
+
     from .schema import check_schema
 
     tfl = check_schema()
@@ -78,22 +91,17 @@ def _read_tflite(data: bytes, path: Path) -> dict[str, Any]:
         code = codes[graph.Operators(i).OpcodeIndex()]
         number = max(code.BuiltinCode(), code.DeprecatedBuiltinCode())
         ops.append(op_names.get(number, f"BUILTIN_{number}"))
-    metadata = None
-    for i in range(model.MetadataLength()):
-        entry = model.Metadata(i)
-        if entry.Name() and entry.Name().decode() == METADATA_KEY:
-            raw = model.Buffers(entry.Buffer()).DataAsNumpy().tobytes()
-            metadata = loads(raw, str(path))
+    raw = tflite_metadata(data, METADATA_KEY)  # the runtime's reader: an entry may hold no bytes
     return {
         "ops": ops,
         "inputs": [_tflite_tensor(graph.Tensors(graph.Inputs(i)), tfl)
                    for i in range(graph.InputsLength())],
         "outputs": [_tflite_tensor(graph.Tensors(graph.Outputs(i)), tfl)
                     for i in range(graph.OutputsLength())],
-        "signatures": [model.SignatureDefs(i).SignatureKey().decode()
+        "signatures": [_text(model.SignatureDefs(i).SignatureKey())
                        for i in range(model.SignatureDefsLength())],
-        "description": (model.Description() or b"").decode(),
-        "metadata": metadata,
+        "description": _text(model.Description()),
+        "metadata": None if raw is None else loads(raw, str(path)),
     }
 
 
@@ -122,12 +130,13 @@ def summary_lines(info: dict[str, Any]) -> list[str]:
             extra = f" scale {quant['scale'][0]:.4g} zero point {quant['zero_point'][0]}" if quant else ""
             lines.append(f"{role[:-1]} {t['name']}: {t['dtype']} {t['shape']}{extra}")
     if metadata:
-        where = "in the graph" if metadata["preprocess_in_graph"] else "to apply before the file"
+        # optional fields as the runtime reads them (``files.parse_header`` checked the file's)
+        where = "in the graph" if metadata.get("preprocess_in_graph") else "to apply before the file"
         images = metadata.get("image_shape")
         shown = f", trained on {'x'.join(map(str, images))} images" if isinstance(images, list) else ""
-        lines.append(f"classes {metadata['classes']}, alpha {metadata['alpha']:g}, "
+        lines.append(f"classes {metadata['classes']}, alpha {metadata.get('alpha', 1.0):g}, "
                      f"preprocess {metadata['preprocess']['kind']} ({where}){shown}, "
-                     f"lastedge {metadata['lastedge_version']}")
+                     f"lastedge {metadata.get('lastedge_version', 'version unknown')}")
     else:
         lines.append("no lastedge metadata")
     return lines

@@ -13,6 +13,7 @@ from typing import Any
 
 from lastedge import __version__
 from lastedge.runtime import Model
+from lastedge.runtime.files import parse_header
 
 METADATA_KEY = "lastedge"
 FILE_FORMAT = "lastedge-export"
@@ -81,10 +82,11 @@ def dumps(metadata: dict[str, Any]) -> str:
 
 def loads(text: str | bytes, source: str) -> dict[str, Any]:
     """Parse the stored JSON, refusing anything that is not lastedge export metadata."""
-    try:
+    try:  # ValueError: bad JSON, bytes that are no UTF-8, an integer of over 4300 digits
         metadata = json.loads(text)
-    except (json.JSONDecodeError, UnicodeDecodeError) as err:
+    except (ValueError, RecursionError) as err:  # Recursion: nested too deep
         raise ValueError(f"{source}: the {METADATA_KEY!r} metadata is not valid JSON ({err})") from None
     if not isinstance(metadata, dict) or metadata.get("format") != FILE_FORMAT:
         raise ValueError(f"{source}: the {METADATA_KEY!r} metadata is not lastedge export metadata")
+    parse_header(text, source)  # the fields the runtime reads, checked as it checks them
     return metadata

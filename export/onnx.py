@@ -24,7 +24,7 @@ IR_VERSION = 8
 INPUT, OUTPUT = "input", "scores"
 PRODUCER = "lastedge"
 
-# Smallest normal float32: clamps a zero squared norm so that an all-zero row stays zero.
+# Smallest normal float32: clamps a zero row's peak and squared norm, so that the row stays zero.
 _TINY = float(np.finfo(np.float32).tiny)
 
 
@@ -46,11 +46,21 @@ def _standardize_nodes(helper: Any) -> tuple[list, str]:
 
 
 def _normalise_nodes(helper: Any, kind: str) -> tuple[list, str]:
-    """Per-sample (centering and) l2 normalisation as ops; a zero-norm row stays zero."""
-    nodes, source = [], INPUT
+    """Per-sample (centering and) l2 normalisation as ops; a zero-norm row stays zero.
+
+    Each row is first divided by its largest magnitude (which changes neither form), so that its
+    mean and squared norm stay within float32 for any float32 row: as ``Preprocess.apply`` does
+    in float64 for such rows, where squares of values beyond ~1e19 overflowed to an infinite norm
+    (scores 0) and those of values below ~1e-19 underflowed to a norm clamped far above the row's.
+    """
+    nodes = [helper.make_node("Abs", [INPUT], ["magnitude"]),
+             helper.make_node("ReduceMax", ["magnitude"], ["row_peak"], axes=[1], keepdims=1),
+             helper.make_node("Max", ["row_peak", "tiny"], ["clamped_row_peak"]),
+             helper.make_node("Div", [INPUT, "clamped_row_peak"], ["rescaled"])]
+    source = "rescaled"
     if kind == "center-l2":
-        nodes += [helper.make_node("ReduceMean", [INPUT], ["row_mean"], axes=[1], keepdims=1),
-                  helper.make_node("Sub", [INPUT, "row_mean"], ["centered"])]
+        nodes += [helper.make_node("ReduceMean", [source], ["row_mean"], axes=[1], keepdims=1),
+                  helper.make_node("Sub", [source, "row_mean"], ["centered"])]
         source = "centered"
     nodes += [
         helper.make_node("ReduceSumSquare", [source], ["squared_norm"], axes=[1], keepdims=1),

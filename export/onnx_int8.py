@@ -95,7 +95,21 @@ def quantize_static(proto: Any, rows: np.ndarray, ranges: Ranges, *, per_channel
                 for name, (lo, hi) in overrides.items()
             }},
         )
-        return onnx.load(target)
+        return _check_biases(onnx.load(target))
+
+
+def _check_biases(proto: Any) -> Any:
+    """``proto``, unless onnxruntime clipped a bias to int32's largest value (it says so only in a
+    log). A bias clipped to the lowest is harmless before the ReLU (the feature stays 0, see
+    ``quantize.relu_bias_floor``); one clipped to the highest changes the feature (an atom with a
+    negative threshold on inputs of a much narrower range), so it is refused, as TFLite's is."""
+    from onnx import TensorProto, numpy_helper
+
+    for tensor in proto.graph.initializer:
+        if tensor.data_type == TensorProto.INT32 and np.any(
+                numpy_helper.to_array(tensor) == np.iinfo(np.int32).max):
+            raise ValueError("a bias does not fit in int32 at this quantization scale")
+    return proto
 
 
 def quantize_dynamic(proto: Any) -> Any:

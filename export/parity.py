@@ -24,10 +24,10 @@ from typing import Any, Sequence
 import numpy as np
 
 from lastedge.runtime import Model, check_input
-from lastedge.runtime.model import FLOAT32_MAX, in_row_blocks
+from lastedge.runtime.model import in_row_blocks
 
 from . import backends as _backends
-from .atom_rows import threshold_rows
+from .atom_rows import scorable, threshold_rows
 from .atom_scaling import graph_parameters
 from .calibration import clipped_fraction
 from .describe import describe
@@ -41,17 +41,11 @@ class ParityError(AssertionError):
 
 
 def probe_rows(model: Model, X: np.ndarray) -> np.ndarray:
-    """Zeros, threshold rows, and large values (a thousand times some real rows, those that stay
-    within float32); only those whose float32 scores stay within it too: the Python model refuses
-    rows whose scores overflow, so there is nothing to compare the file with."""
-    large = 1e3 * X[:8].astype(np.float64)
-    probes = np.concatenate([
-        np.zeros((1, model.n_features), np.float32),
-        threshold_rows(model),
-        large[np.abs(large).max(axis=1) <= FLOAT32_MAX].astype(np.float32),
-    ])
-    with np.errstate(over="ignore", invalid="ignore"):
-        return probes[np.isfinite(model.features(probes) @ model.weights).all(axis=1)]
+    """Zeros, threshold rows, and large values (a thousand times some real rows); only those that
+    stay within float32 and whose float32 scores do too (``atom_rows.scorable``): the Python model
+    refuses rows whose scores overflow, so there is nothing to compare the file with."""
+    return scorable(model, np.concatenate([np.zeros((1, model.n_features)), threshold_rows(model),
+                                           1e3 * X[:8].astype(np.float64)]))
 
 
 def _decisions(model: Model, scores: np.ndarray, tol: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -164,7 +158,7 @@ def measure_parity(
     Parameters
     ----------
     model : the Model the file was exported from.
-    X : raw rows [n, n_features] (held out from calibration), at least ``min_rows``.
+    X : raw rows [n, n_features] (held out from calibration), at least ``min_rows`` (and one).
     y : optional labels for the accuracy-drop check (int8) and the reported accuracy.
     backends : interpreters to use; default every importable one for the file's format.
 
@@ -173,9 +167,11 @@ def measure_parity(
     ``per_backend``.
     """
     model = check_model(model)
-    X = check_input(X, model.n_features).astype(np.float32)
-    if len(X) < min_rows:
-        raise ValueError(f"parity needs at least {min_rows} real rows, got {len(X)}")
+    # as given, as the runtime takes them: it preprocesses float64 rows in float64 (near 1e8 their
+    # digits matter), where a file with the preprocessing in its graph reads them as float32
+    X = check_input(X, model.n_features)
+    if len(X) < max(min_rows, 1):  # no rows: no figures (NaN means, a reduction with no identity)
+        raise ValueError(f"parity needs at least {max(min_rows, 1)} real rows, got {len(X)}")
     if y is not None and np.shape(y) != (len(X),):
         raise ValueError(f"y must hold one label per row ({len(X)}), got shape {np.shape(y)}")
     info = describe(path)

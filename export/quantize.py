@@ -10,6 +10,10 @@ from __future__ import annotations
 import numpy as np
 
 QMIN, QMAX = -128, 127
+# The smallest scale a file may hold: float32's smallest normal number. Kernels flush subnormal
+# floats to zero (onnxruntime's x86 ones did: weights near 1e-37 gave every row one class; 32-bit
+# Arm's NEON always does), so a subnormal scale is no scale.
+MIN_SCALE = float(np.finfo(np.float32).tiny)
 
 
 def affine_params(lo: float, hi: float, what: str = "a quantization range") -> tuple[float, int]:
@@ -20,7 +24,7 @@ def affine_params(lo: float, hi: float, what: str = "a quantization range") -> t
     with np.errstate(over="ignore"):  # a range too wide for float32 is refused below
         scale = float(np.float32((hi - lo) / (QMAX - QMIN)))  # as stored in the file
         ends = np.float32([lo, hi])  # as ONNX's quantizer reads them
-    if not (0 < scale < np.inf and np.all(np.isfinite(ends))):
+    if not (MIN_SCALE <= scale < np.inf and np.all(np.isfinite(ends))):
         raise ValueError(f"{what} [{lo:.3g}, {hi:.3g}] has no int8 scale in float32 (it is too "
                          "narrow or too wide): rescale the model's weights or the calibration rows")
     zero_point = int(np.clip(round(QMIN - lo / scale), QMIN, QMAX))

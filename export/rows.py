@@ -128,9 +128,10 @@ def _read(source: str, n_features: int, image_size: tuple[int, int] | None,
 
 
 def _flat(X: np.ndarray, n_features: int, source: str) -> np.ndarray:
-    """Rows as the model reads them (images flattened), checked like any input."""
+    """Rows as the model reads them (images flattened), checked like any input; in their own
+    dtype, as ``lastedge predict`` passes them on (float64 rows are preprocessed in float64)."""
     try:
-        return check_input(X, n_features).astype(np.float32)
+        return check_input(X, n_features)
     except (TypeError, ValueError) as err:
         raise type(err)(f"{source}: {err}") from None
 

@@ -64,11 +64,14 @@ def test_bad_calibration_rows(tmp_path, export, calibration, error, match):
 
 @pytest.mark.parametrize("export", EXPORTERS)
 @pytest.mark.parametrize("weight_scale, row_scale",
-                         [(1e-44, 1.0), (1.0, 1e-45), (1e37, 1e4), (1e38, 1.0)])
+                         [(1e-44, 1.0), (1.0, 1e-45), (1e37, 1e4), (1e38, 1.0), (1e-37, 1.0),
+                          (1.0, 1e-37)])
 def test_ranges_without_a_float32_int8_scale_are_refused(tmp_path, export, weight_scale, row_scale):
     """Scores or inputs narrower than float32 can scale to 255 levels (a scale of 0: a
     ZeroDivisionError in TFLite, a scale of 1 in ONNX) or wider (an infinite scale), or scores
-    whose range ends beyond float32 (ONNX's quantizer took them as an infinite scale)."""
+    whose range ends beyond float32 (ONNX's quantizer took them as an infinite scale). A
+    subnormal scale is none either: weights near 1e-37 wrote an ONNX file that predicted one class
+    for every row (onnxruntime flushed the scale to zero)."""
     model, X = random_model()
     model = Model(model.dictionary, model.weights * weight_scale, model.classes)
     with pytest.raises(ValueError, match="has no int8 scale in float32"):
@@ -158,6 +161,8 @@ def test_parity_fails_loudly_for_a_file_of_another_model(tmp_path):
         assert_parity(model, path, X)
     with pytest.raises(ValueError, match="at least 100 real rows"):
         assert_parity(other, path, X[:3])
+    with pytest.raises(ValueError, match="at least 1 real rows, got 0"):  # a warning, then a NaN mean
+        assert_parity(other, path, X[:0], min_rows=0)
     for y in (3, np.zeros((len(X), 2))):
         with pytest.raises(ValueError, match=r"y must hold one label per row \(300\)"):
             assert_parity(other, path, X, y)
@@ -264,3 +269,84 @@ def test_describe_refuses_a_damaged_tflite_file_by_name(tmp_path, capsys, damage
     assert main(["inspect", str(bad)]) == 1
     err = capsys.readouterr().err.strip()
     assert "bad.tflite is not a readable TFLite file" in err and "\n" not in err
+
+
+def test_describe_of_foreign_or_hostile_onnx_files(tmp_path):
+    """Each was a traceback from ``lastedge inspect``: an external-data reference outside the
+    file's folder (describe loaded it: onnx's ValidationError), metadata nested too deep
+    (RecursionError), a legal sequence input ("error: 0", a KeyError)."""
+    import onnx
+    from onnx.external_data_helper import set_external_data
+
+    model, _ = random_model()
+    proto = onnx.load(to_onnx(model, tmp_path / "m.onnx"))
+    set_external_data(proto.graph.initializer[0], location="../../etc/passwd")
+    proto.graph.initializer[0].ClearField("raw_data")
+    onnx.save(proto, tmp_path / "external.onnx")
+    assert describe(tmp_path / "external.onnx")["ops"] == ["MatMul", "Sub", "Relu", "MatMul"]
+    proto = onnx.load(tmp_path / "m.onnx")
+    proto.metadata_props[0].value = "[" * 100000 + "]" * 100000
+    onnx.save(proto, tmp_path / "deep.onnx")
+    with pytest.raises(ValueError, match="deep.onnx: the 'lastedge' metadata is not valid JSON"):
+        describe(tmp_path / "deep.onnx")
+    graph = onnx.helper.make_graph(
+        [], "g", [onnx.helper.make_tensor_sequence_value_info("rows", onnx.TensorProto.FLOAT, None),
+                  onnx.helper.make_tensor_value_info("later", 1000, [2])], [])
+    onnx.save(onnx.helper.make_model(graph), tmp_path / "foreign.onnx")
+    assert [t["dtype"] for t in describe(tmp_path / "foreign.onnx")["inputs"]] == [
+        "sequence_type", "ONNX element type 1000"]
+
+
+def test_describe_of_tflite_files_that_leave_optional_fields_out(tmp_path, monkeypatch):
+    """Flatbuffer strings are optional: an unnamed tensor or signature was an AttributeError
+    traceback, and so was a metadata entry whose buffer holds no bytes."""
+    tflite = pytest.importorskip("tflite")
+    import lastedge.export.tflite as writer
+
+    model, _ = random_model()
+    monkeypatch.setattr(tflite, "TensorAddName", lambda builder, name: None)
+    monkeypatch.setattr(tflite, "SignatureDefAddSignatureKey", lambda builder, key: None)
+    info = describe(to_tflite(model, tmp_path / "unnamed.tflite"))
+    assert info["inputs"][0]["name"] == "" and info["signatures"] == [""]
+    monkeypatch.setattr(writer, "dumps", lambda metadata: "")
+    with pytest.raises(ValueError, match="empty.tflite: the 'lastedge' metadata is not valid JSON"):
+        describe(to_tflite(model, tmp_path / "empty.tflite"))
+
+
+@pytest.mark.parametrize("change, message", [
+    ({"alpha": "1"}, "metadata alpha must be a number, got '1'"),
+    ({"preprocess": "none"}, "metadata preprocess must be an object with a 'kind'"),
+    ({"classes": None, "n_outputs": None}, "metadata lacks classes, n_outputs"),
+])
+def test_describe_checks_the_metadata_fields_as_the_runtime_does(tmp_path, capsys, change, message):
+    """Metadata the runtime refuses was described until a field was used: ``lastedge inspect``
+    said "error: 'preprocess_in_graph'" or "Unknown format code 'g'"; optional fields left out
+    read as the runtime reads them."""
+    import onnx
+
+    model, _ = random_model()
+    proto = onnx.load(to_onnx(model, tmp_path / "m.onnx"))
+    fields = json.loads(proto.metadata_props[0].value)
+    for key in ("alpha", "lastedge_version", "preprocess_in_graph", "precision"):  # optional ones
+        del fields[key]
+    proto.metadata_props[0].value = json.dumps(fields)
+    onnx.save(proto, tmp_path / "minimal.onnx")
+    assert main(["inspect", str(tmp_path / "minimal.onnx")]) == 0
+    assert "alpha 1, preprocess none (to apply before the file)" in capsys.readouterr().out
+    fields.update(change)
+    proto.metadata_props[0].value = json.dumps({k: v for k, v in fields.items() if v is not None})
+    onnx.save(proto, tmp_path / "bad.onnx")
+    with pytest.raises(ValueError, match=f"bad.onnx: {message}"):
+        describe(tmp_path / "bad.onnx")
+
+
+@pytest.mark.parametrize("export", EXPORTERS)
+def test_an_int8_bias_beyond_int32_is_refused_by_both_formats(tmp_path, export):
+    """A negative threshold on columns near 0: int8 keeps none of the features' variation. TFLite
+    refused the bias; onnxruntime clipped it to int32's largest, and the file agreed with the
+    model on 68 % of the rows."""
+    model, X = random_model()
+    model = Model(model.dictionary * 1e-6, model.weights, model.classes, -1.0)
+    with pytest.raises(ValueError, match="a bias does not fit in int32"):
+        export(model, tmp_path / f"m{SUFFIX[export]}", int8=True, calibration=X)
+    assert not any(tmp_path.iterdir())

@@ -67,6 +67,21 @@ def test_in_graph_normalisation_keeps_zero_and_constant_rows_at_zero(tmp_path):
     np.testing.assert_array_equal(model.decision_function(rows), 0)
 
 
+@pytest.mark.parametrize("kind", ["l2", "center-l2"])
+def test_in_graph_normalisation_holds_for_rows_of_any_float32_magnitude(tmp_path, kind):
+    """The squared norm of rows near 1e20 overflowed float32 (every score 0) and that of rows near
+    1e-22 underflowed (the norm clamped far above the row's): the Python model normalises such
+    rows exactly, so files disagreed with it, and rows near 1e15 failed the parity check's probes."""
+    model, X = random_model(kind=kind)
+    path = to_onnx(model, tmp_path / "m.onnx", with_preprocessing=True)
+    extremes = np.float32([[3e38, -3e38, *[1e38] * 18], [1e-45, -2e-45, *[3e-45] * 18]])
+    for rows in (X * np.float32(1e-22), X * np.float32(1e-42), X * np.float32(1e20), extremes):
+        with np.errstate(over="ignore"):  # the Python model's float32 centring of 3e38 overflows, then
+            expected = model.decision_function(rows)  # is redone in float64
+        np.testing.assert_allclose(run("onnxruntime", path, rows), expected, rtol=1e-4, atol=1e-4)
+    assert assert_parity(model, path, X * np.float32(1e15))["agreement"] == 1.0
+
+
 def test_binary_model_has_one_output_column(tmp_path):
     model, X_train, X_test, y_test = binary_digits_case()
     path = to_onnx(model, tmp_path / "b.onnx")

@@ -130,3 +130,56 @@ def test_fp32_parity_on_rows_near_the_top_of_float32(tmp_path, writer, fmt):
     path = writer(model, tmp_path / f"m.{fmt}")
     figures = assert_parity(model, path, X * 1e36)
     assert figures["rows"] == len(X) and figures["probe_rows"] < len(probe_rows(model, X))
+
+
+def test_a_model_with_nearly_zero_columns_gets_finite_probes_and_exports_cleanly(tmp_path, capsys):
+    """An atom whose column is subnormal (weight decay) has its threshold beyond float32's reach:
+    its threshold probes and synthetic rows overflowed to inf, so the parity check, and ``lastedge
+    export`` given no data, said "X contains NaN or infinite values" of a valid model; its int8
+    graphs held an infinite threshold, with overflow warnings."""
+    import warnings
+
+    from lastedge.cli import main
+
+    model, X_train, y_train, X_test, y_test = digits_case()
+    D = model.dictionary.copy()
+    D[:, ::40] *= 1e-42  # five atoms
+    tiny = Model(D, model.weights, model.classes, model.alpha, model.preprocess)
+    assert np.all(np.isfinite(threshold_rows(tiny))) and np.all(np.isfinite(synthetic_rows(tiny, 512)))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        for writer, fmt in ((to_onnx, "onnx"), (to_tflite, "tflite")):
+            if available(fmt):
+                assert_parity(tiny, writer(tiny, tmp_path / f"m.{fmt}"), X_test, y_test)
+                assert_parity(tiny, writer(tiny, tmp_path / f"q.{fmt}", int8=True, calibration=X_train),
+                              X_test, y_test)
+    tiny.save(tmp_path / "tiny.npz")
+    assert main(["export", str(tmp_path / "tiny.npz"), "--format", "onnx", "--out",
+                 str(tmp_path / "cli.onnx")]) == 0, capsys.readouterr().err
+
+
+def test_parity_compares_with_the_model_on_the_rows_as_given(tmp_path, capsys):
+    """The runtime preprocesses float64 rows in float64, where a file with standardisation in its
+    graph reads them as float32: for features near 1e8 that file disagreed with the model on 26 %
+    of the rows, and parity (which cast the rows to float32 first) passed it, as did ``lastedge
+    export`` on a float64 .npy file."""
+    if not available("onnx"):
+        pytest.skip("no onnx interpreter installed")
+    from lastedge.cli import main
+    from lastedge.runtime import Preprocess, load
+
+    model, X = random_model(kind="standardize")
+    X = X.astype(np.float64) * 0.01 + 1e8
+    model = Model(model.dictionary, model.weights, model.classes, 1.0, Preprocess.fit("standardize", X))
+    in_graph = to_onnx(model, tmp_path / "g.onnx", with_preprocessing=True)
+    assert np.mean(load(in_graph).predict(X) == model.predict(X)) < 0.9
+    with pytest.raises(ParityError, match="predictions differ from the Python model"):
+        assert_parity(model, in_graph, X)
+    assert_parity(model, in_graph, X.astype(np.float32))  # what the file reads
+    assert_parity(model, to_onnx(model, tmp_path / "m.onnx"), X)  # preprocessed by the runtime
+    model.save(tmp_path / "m.npz")
+    np.save(tmp_path / "X.npy", X)
+    export = ["export", str(tmp_path / "m.npz"), "--format", "onnx", "--calibration", str(tmp_path / "X.npy")]
+    assert main([*export, "--out", str(tmp_path / "cli.onnx")]) == 0
+    assert main([*export, "--with-preprocessing", "--out", str(tmp_path / "cli-g.onnx")]) == 1
+    assert "parity check failed" in capsys.readouterr().err
