@@ -181,9 +181,10 @@ class TFLitePredictor(Predictor):
             with without_native_lines():  # the interpreter's XNNPACK INFO line at every load
                 interp = interpreter(model_content=content, num_threads=threads)
                 interp.allocate_tensors()
-            self._in, self._out = interp.get_input_details()[0], interp.get_output_details()[0]
+            inputs, outputs = interp.get_input_details(), interp.get_output_details()
         except (ValueError, RuntimeError, SystemError, IndexError) as err:
             raise ValueError(f"{path} is not a readable TFLite model ({_first_line(err)})") from None
+        self._in, self._out = _feedable(path, inputs, outputs)
         self.backend = backend
         self._interp = interp
         n_features = int(self._in["shape"][-1])
@@ -209,6 +210,23 @@ class TFLitePredictor(Predictor):
         except RuntimeError as err:  # a damaged graph can load and fail only when run
             raise ValueError(f"{self.path} cannot be run ({_first_line(err)})") from None
         return dequantize(self._interp.get_tensor(self._out["index"]), self._out)
+
+
+def _feedable(path: Path, inputs: list[dict], outputs: list[dict]) -> tuple[dict, dict]:
+    """The details of a TFLite graph's one input [batch, n_features] and of its first output, each
+    float32 or integers with a positive finite scale. The legacy interpreter loads what LiteRT
+    refuses: a scalar input (IndexError), an input scale of 0 (every row quantized alike)."""
+    if len(inputs) != 1 or len(inputs[0]["shape"]) != 2 or not outputs:
+        raise ValueError(f"{path}: expected one input [batch, n_features], got "
+                         f"{[(i['name'], i['shape'].tolist()) for i in inputs]}")
+    for role, detail in (("input", inputs[0]), ("output", outputs[0])):
+        if detail["dtype"] == np.float32:
+            continue
+        scale = detail["quantization"][0]
+        if not np.issubdtype(detail["dtype"], np.integer) or not 0 < scale < np.inf:
+            raise ValueError(f"{path}: the {role} tensor is {np.dtype(detail['dtype'])} with scale "
+                             f"{scale}; expected float32, or integers with a positive finite scale")
+    return inputs[0], outputs[0]
 
 
 def quantize(Z: np.ndarray, detail: dict) -> np.ndarray:

@@ -36,21 +36,36 @@ class OpenBLASThreads:
         self._set(int(n))
 
 
+MAPS = Path("/proc/self/maps")  # Linux: the files mapped into this process
+
+
 @functools.cache
 def openblas() -> OpenBLASThreads | None:
     """numpy's OpenBLAS thread control, or None where none is found (looked up once)."""
     np.dot(np.ones((2, 2)), np.ones((2, 2)))  # make sure numpy's BLAS is loaded
-    maps = Path("/proc/self/maps")
-    if not maps.exists():
+    if not MAPS.exists():
         return None
-    paths = {line.split()[-1] for line in maps.read_text().splitlines() if "openblas" in line}
-    for path in sorted(paths):
-        library = ctypes.CDLL(path)
+    for path in sorted(mapped_openblas(MAPS.read_text())):
+        try:
+            library = ctypes.CDLL(path)
+        except OSError:  # no longer loadable by that name: look further
+            continue
         for prefix, suffix in _NAMES:
             if hasattr(library, f"{prefix}set_num_threads{suffix}"):
                 return OpenBLASThreads(library, prefix, suffix)
     return None
 
+
+def mapped_openblas(maps: str) -> set[str]:
+    """The paths of the OpenBLAS files in a ``/proc/<pid>/maps`` text. A line is ``address perms
+    offset device inode path``, and the path may hold spaces (a venv in "My Projects" broke every
+    numpy prediction); a file deleted since it was mapped ("... (deleted)") is another file now."""
+    paths = set()
+    for line in maps.splitlines():
+        fields = line.split(maxsplit=5)
+        if len(fields) == 6 and "openblas" in fields[5] and not fields[5].endswith(" (deleted)"):
+            paths.add(fields[5])
+    return paths
 
 
 @contextmanager

@@ -198,7 +198,8 @@ def load_csv(path: str | Path | TextIO,
     name = getattr(path, "name", "the stream") if stream else Path(path).name
     try:
         with contextlib.nullcontext(path) if stream else open(path, newline="", encoding="utf-8-sig") as f:
-            rows = [row for row in csv.reader(f) if row and any(cell.strip() for cell in row)]
+            # strict: a quote left open is an error, not every later row swallowed into one cell
+            rows = [row for row in csv.reader(f, strict=True) if row and any(cell.strip() for cell in row)]
     except (UnicodeDecodeError, csv.Error) as err:
         raise ValueError(f"{name} is not a readable CSV text file ({err})") from None
     if rows and rows[0][0].startswith("\ufeff"):  # a byte-order mark (a stream is not read as utf-8-sig)

@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 
 from . import flatbuffer as fb
-from .model import ZIP_MAGIC, check_classes, image_shape_of
+from .model import FLOAT32_MAX, ZIP_MAGIC, check_classes, image_shape_of
 from .preprocess import Preprocess
 
 KINDS = {".npz": "npz", ".onnx": "onnx", ".tflite": "tflite"}
@@ -76,6 +76,10 @@ class Header:
         if n_outputs != self.n_outputs:
             raise ValueError(f"{source}: the graph gives {n_outputs} score(s) per row, its metadata "
                              f"{self.n_outputs} ({len(self.classes)} classes)")
+        recorded = self.fields.get("n_features", n_features)  # files may leave it out
+        if recorded != n_features:
+            raise ValueError(f"{source}: the graph takes {n_features} features per row, its "
+                             f"metadata {recorded!r}")
         try:
             self.preprocess.check_width(n_features)
         except ValueError as err:
@@ -90,9 +94,9 @@ def parse_header(text: str | bytes | None, source: str) -> Header:
     """Validate the ``lastedge`` metadata JSON of ``source``."""
     if text is None:
         raise ValueError(f"{source} has no '{METADATA_KEY}' metadata; was it exported by lastedge?")
-    try:
+    try:  # ValueError: bad JSON, bytes that are no UTF-8, an integer of over 4300 digits
         fields = json.loads(text)
-    except (json.JSONDecodeError, UnicodeDecodeError, RecursionError) as err:  # Recursion: nested too deep
+    except (ValueError, RecursionError) as err:  # Recursion: nested too deep
         raise ValueError(f"{source}: the '{METADATA_KEY}' metadata is corrupt ({err})") from None
     if not isinstance(fields, dict):
         raise ValueError(f"{source}: the '{METADATA_KEY}' metadata must be a JSON object")
@@ -129,9 +133,25 @@ def _header(fields: dict[str, Any]) -> Header:
     if precision is not None and not isinstance(precision, str):
         raise ValueError(f"precision must be text (\"fp32\", \"int8\"), got {precision!r}")
     n_atoms = fields.get("n_atoms")
-    return Header(classes, preprocess, in_graph,
-                  int(n_outputs), float(fields.get("alpha", 1.0)), precision,
-                  int(n_atoms) if isinstance(n_atoms, int) else None, fields)
+    if n_atoms is not None and not _is_positive_int(n_atoms):
+        raise ValueError(f"n_atoms must be a positive integer, got {n_atoms!r}")
+    return Header(classes, preprocess, in_graph, int(n_outputs), _alpha(fields.get("alpha", 1.0)),
+                  precision, n_atoms, fields)
+
+
+def _is_positive_int(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 1
+
+
+def _alpha(value: Any) -> float:
+    """The recorded threshold: a number (not text or true/false) that float32, in which the graph
+    holds it, keeps finite; ``float`` raises ``OverflowError`` for an integer beyond float."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise ValueError(f"alpha must be a number, got {value!r}")
+    alpha = float(value)
+    if not -FLOAT32_MAX <= alpha <= FLOAT32_MAX:  # NaN fails both comparisons
+        raise ValueError(f"alpha must be finite in float32 (within +-3.4e38), got {alpha!r}")
+    return alpha
 
 
 def tflite_metadata(data: bytes, name: str = METADATA_KEY) -> bytes | None:

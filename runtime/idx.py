@@ -20,6 +20,7 @@ IDX_TYPES = {0x08: np.dtype("u1"), 0x09: np.dtype("i1"), 0x0B: np.dtype(">i2"),
              0x0C: np.dtype(">i4"), 0x0D: np.dtype(">f4"), 0x0E: np.dtype(">f8")}
 MAX_IDX_BYTES = 4 << 30  # EMNIST's largest file holds 0.55 GB
 DEFLATE_MAX_RATIO = 1032  # deflate never expands one stored byte to more than this many
+MAX_IDX_DIMS = 32  # numpy 1's limit (numpy 2's is 64); MNIST's files have 1 or 3
 
 
 def _most_value_bytes(path: Path, header_bytes: int, gzipped: bool) -> int:
@@ -53,6 +54,9 @@ def read_idx(path: str | Path) -> np.ndarray:
             if size > most:
                 raise ValueError(f"{path.name} is truncated: its header declares shape {shape} "
                                  f"({size} bytes of values), the file can hold at most {most}")
+            if ndim > MAX_IDX_DIMS:  # numpy could not shape the values
+                raise ValueError(f"{path.name} declares {ndim} dimensions, more than the {MAX_IDX_DIMS} "
+                                 "an array may have")
             data = f.read(size)
             extra = len(f.read(1))
     except (OSError, EOFError, zlib.error) as err:  # gzip.BadGzipFile is an OSError

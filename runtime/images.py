@@ -10,6 +10,7 @@ Pillow is imported on first use (``pip install 'lastedge[images]'``).
 
 from __future__ import annotations
 
+import operator
 import warnings
 from contextlib import contextmanager
 from pathlib import Path
@@ -19,6 +20,7 @@ import numpy as np
 
 IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".bmp", ".gif", ".tif", ".tiff", ".webp", ".pgm", ".ppm", ".pbm")
 GREY_MODES = ("1", "L", "LA", "P")  # "P" is checked for a grey palette below
+MAX_IMAGE_PIXELS = 4096 * 4096  # a scaled image's size: 200 MB per colour row of float32 already
 
 
 def image_split(folder: Path) -> dict[str, Path] | None:
@@ -32,11 +34,33 @@ def image_split(folder: Path) -> dict[str, Path] | None:
 
 
 def parse_image_size(text: str) -> tuple[int, int]:
-    """``"32x32"`` -> ``(height, width)``."""
-    parts = text.lower().split("x")
-    if len(parts) != 2 or not all(p.strip().isdigit() and int(p) >= 1 for p in parts):
+    """``"32x32"`` -> ``(height, width)``, checked by ``check_image_size``."""
+    parts = [part.strip() for part in text.lower().split("x")]
+    if len(parts) != 2 or not all(part.isdecimal() for part in parts):  # isdigit() takes "²"
         raise ValueError(f"an image size is HEIGHTxWIDTH in pixels (e.g. 32x32), got {text!r}")
-    return int(parts[0]), int(parts[1])
+    digits = [part.lstrip("0") or "0" for part in parts]
+    if any(len(d) > 9 for d in digits):  # too large for any image (and int() refuses 4300 digits)
+        raise _too_large(text)
+    return check_image_size((int(digits[0]), int(digits[1])))
+
+
+def check_image_size(size: tuple[int, int]) -> tuple[int, int]:
+    """``size`` (height, width) if images can be scaled to it: whole numbers >= 1 of at most
+    ``MAX_IMAGE_PIXELS`` pixels in all, refused before any image is decoded (scaling to
+    60000x60000 asked for gigabytes per image before the model said it wanted 8x8)."""
+    try:
+        height, width = (operator.index(n) for n in size)  # Python or numpy integers
+    except (TypeError, ValueError):
+        raise ValueError(f"an image size is (height, width) in pixels, got {size!r}") from None
+    if min(height, width) < 1:
+        raise ValueError(f"an image size is HEIGHTxWIDTH in pixels (e.g. 32x32), got {height}x{width}")
+    if height * width > MAX_IMAGE_PIXELS:
+        raise _too_large(f"{height}x{width}")
+    return height, width
+
+
+def _too_large(size: str) -> ValueError:
+    return ValueError(f"an image size is at most {MAX_IMAGE_PIXELS:,} pixels (e.g. 4096x4096), got {size}")
 
 
 def read_image_folder(folder: Path, size: tuple[int, int] | None = None
@@ -76,6 +100,8 @@ def read_images(paths: list[Path], root: Path, size: tuple[int, int] | None = No
     it, images of different sizes are an error naming two of them (relative to ``root``)."""
     if size is None:
         _check_one_size(paths, root)
+    else:
+        size = check_image_size(size)
     pixels = [_read_image(path, size) for path in paths]
     if any(p.ndim == 3 for p in pixels):
         pixels = [p if p.ndim == 3 else np.repeat(p[..., None], 3, axis=2) for p in pixels]

@@ -208,8 +208,9 @@ class Model:
             raise ValueError(
                 f"{len(classes)} classes need {expected_outputs} weight columns, got {W.shape[1]}"
             )
-        if not (np.all(np.isfinite(D)) and np.all(np.isfinite(W)) and np.isfinite(self.alpha)):
-            raise ValueError("dictionary, weights and alpha must be finite")
+        if not (np.all(np.isfinite(D)) and np.all(np.isfinite(W)) and abs(self.alpha) <= FLOAT32_MAX):
+            raise ValueError("dictionary, weights and alpha must be finite (alpha within float32's "
+                             "+-3.4e38, the precision the scores are computed in)")
         if not isinstance(self.preprocess, Preprocess):
             raise TypeError("preprocess must be a lastedge.runtime.Preprocess")
         self.preprocess.check_width(D.shape[0])
@@ -296,7 +297,7 @@ class Model:
     def save(self, path: str | os.PathLike) -> Path:
         """Write the model to ``path`` atomically (temp file in the same folder, then rename)."""
         path = Path(path)
-        if path.suffix != ".npz":
+        if path.suffix.lower() != ".npz":  # as check_output_path, which train runs before fitting
             raise ValueError(f"model files end in .npz, got {path.name!r}")
         write_atomically(path, lambda f: np.savez(f, **self.to_arrays()))
         return path
@@ -341,18 +342,21 @@ class Model:
         alpha = arrays["alpha"]
         if alpha.shape != () or alpha.dtype.kind != "f":
             raise ValueError(f"{source}: alpha must be a float scalar")
-        try:
-            spec = json.loads(_text(arrays, "preprocess", source))
-            meta = json.loads(_text(arrays, "meta", source))
-        except (json.JSONDecodeError, RecursionError) as err:  # RecursionError: nested too deep
+        texts = _text(arrays, "preprocess", source), _text(arrays, "meta", source)
+        try:  # ValueError: bad JSON, or an integer of over 4300 digits
+            spec, meta = (json.loads(text) for text in texts)
+        except (ValueError, RecursionError) as err:  # RecursionError: nested too deep
             raise ValueError(f"{source}: a JSON field is corrupt ({err})") from None
         if not isinstance(spec, dict) or not isinstance(meta, dict) or "kind" not in spec:
             raise ValueError(f"{source}: preprocess and meta must be JSON objects")
-        preprocess = Preprocess(
-            spec["kind"], arrays.get("preprocess_mean"), arrays.get("preprocess_scale")
-        )
-        return cls(arrays["dictionary"], arrays["weights"], arrays["classes"], float(alpha),
-                   preprocess, meta)
+        try:  # the model's own checks, named after the file (bench loads several)
+            preprocess = Preprocess(
+                spec["kind"], arrays.get("preprocess_mean"), arrays.get("preprocess_scale")
+            )
+            return cls(arrays["dictionary"], arrays["weights"], arrays["classes"], float(alpha),
+                       preprocess, meta)
+        except ValueError as err:
+            raise ValueError(f"{source}: {err}") from None
 
 
 def check_declared_sizes(archive: zipfile.ZipFile, max_bytes: int | None,
@@ -435,7 +439,9 @@ def write_atomically(path: str | os.PathLike, write) -> None:
     if path.is_dir():
         raise ValueError(f"cannot write {path}: it is a folder")
     try:
-        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=folder)
+        # a short name: ".{name}.XXXXXXXX.tmp" in full passed the 255-byte limit of names that
+        # fit it themselves (80 CJK characters), after check_output_path had accepted them
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name[:32]}.", suffix=".tmp", dir=folder)
     except OSError as err:
         raise cannot_write(path, err) from None
     try:

@@ -3,8 +3,9 @@
 The legacy ``tflite_runtime`` (2.14, the 32-bit Pi's interpreter) builds a model without
 verifying the flatbuffer: a file with a few damaged bytes crashed the process (SIGBUS) instead of
 raising. This walks what an interpreter reads (subgraphs, tensors, operators, operator codes,
-buffers, signatures) and checks every table, vector, string and index, and that a constant
-tensor's buffer holds exactly its shape's bytes. Field numbers are those of TensorFlow Lite's
+buffers, signatures) and checks every table, vector, string and index, that a constant
+tensor's buffer holds exactly its shape's bytes, and that no other tensor (what an interpreter
+allocates) holds more values than the file has bytes. Field numbers are those of TensorFlow Lite's
 ``schema.fbs``.
 """
 
@@ -56,12 +57,14 @@ def _check_subgraph(data: bytes, subgraph: int, n_codes: int, buffer_sizes: list
     for index, tensor in enumerate(tensors):
         _check_tensor(data, tensor, index, buffer_sizes)
     for field in (1, 2):  # the subgraph's inputs and outputs
-        _indices(data, subgraph, field, len(tensors), "a subgraph input/output", optional=False)
+        _indices(data, subgraph, field, len(tensors), "a subgraph input/output")
     for operator in fb.tables(data, subgraph, 3):
         if fb.scalar(data, operator, 0, "<I") >= n_codes:
             raise ValueError("an operator names an operator code the model does not have")
-        for field in (1, 2, 8):  # inputs, outputs, intermediates
-            _indices(data, operator, field, len(tensors), "an operator input/output", optional=True)
+        # inputs (FULLY_CONNECTED's rows and weights must be there: LiteRT crashed (SIGSEGV) on
+        # weights left out; its bias may be), outputs, intermediates
+        for field, required in ((1, 2), (2, 0), (8, 0)):
+            _indices(data, operator, field, len(tensors), "an operator input/output", required)
         options = fb.field(data, operator, 4)
         if options is not None:
             fb.table(data, options + fb.u32(data, options))
@@ -90,6 +93,10 @@ def _check_tensor(data: bytes, tensor: int, index: int, buffer_sizes: list[int])
     buffer = fb.scalar(data, tensor, 2, "<I")
     if buffer >= len(buffer_sizes):
         raise ValueError(f"tensor {index} names buffer {buffer}; the model has {len(buffer_sizes)}")
+    if not buffer_sizes[buffer] and math.prod(shape) > len(data):
+        # a row of a graph whose constants are in the file: a damaged batch of 9240577 rows
+        # made the interpreter allocate 2.4 GB (std::bad_alloc on a small device)
+        raise ValueError(f"tensor {index} has shape {shape}, more values than the whole file has bytes")
     if buffer_sizes[buffer]:
         if kind not in ELEMENT_BYTES:
             raise ValueError(f"tensor {index} is a constant of unsupported type {kind}")
@@ -132,7 +139,10 @@ def _ints(data: bytes, table: int, index: int) -> list[int]:
     return list(struct.unpack_from(f"<{length}i", data, start)) if length else []
 
 
-def _indices(data: bytes, table: int, index: int, n_tensors: int, what: str, *, optional: bool) -> None:
-    lowest = -1 if optional else 0  # -1: an optional input left out
-    if any(not lowest <= i < n_tensors for i in _ints(data, table, index)):
-        raise ValueError(f"{what} names a tensor the subgraph does not have")
+def _indices(data: bytes, table: int, index: int, n_tensors: int, what: str,
+             required: int | None = None) -> None:
+    """Tensor indices: the first ``required`` (None: all) name tensors, later ones may be -1 (an
+    optional input left out)."""
+    for position, i in enumerate(_ints(data, table, index)):
+        if not (0 if required is None or position < required else -1) <= i < n_tensors:
+            raise ValueError(f"{what} names a tensor the subgraph does not have")

@@ -233,6 +233,31 @@ def test_threads_do_not_change_scores(multiclass):
         np.testing.assert_allclose(one, two, rtol=1e-5, atol=1e-5)
 
 
+def test_numpys_openblas_is_found_under_a_path_holding_spaces(tmp_path, monkeypatch):
+    """/proc/self/maps lines were split at every space: numpy installed under "My Projects" made
+    every prediction on the numpy backend raise OSError (cannot open shared object file)."""
+    from lastedge.runtime import blas
+
+    real = blas.mapped_openblas(blas.MAPS.read_text()) if blas.MAPS.exists() else set()
+    if not real:
+        pytest.skip("numpy uses no OpenBLAS here")
+    spaced = tmp_path / "My Projects" / "libscipy_openblas.so"
+    spaced.parent.mkdir()
+    spaced.symlink_to(sorted(real)[0])
+    maps = tmp_path / "maps"
+    maps.write_text(f"7f00-7f01 r-xp 00000000 08:01 42      {spaced}\n"
+                    "7f01-7f02 r--p 00000000 08:01 43      /gone/libopenblas.so (deleted)\n"
+                    "7f02-7f03 rw-p 00000000 00:00 0 \n")
+    assert blas.mapped_openblas(maps.read_text()) == {str(spaced)}
+    monkeypatch.setattr(blas, "MAPS", maps)
+    blas.openblas.cache_clear()
+    try:
+        found = blas.openblas()
+        assert found is not None and found.get() >= 1
+    finally:
+        blas.openblas.cache_clear()
+
+
 def test_native_info_lines_are_dropped_and_other_lines_kept(capfd):
     with without_native_lines((b"INFO: chatter",)):
         os.write(2, b"INFO: chatter from C++\nWARNING: something real\n")

@@ -160,7 +160,9 @@ def test_split_falls_back_to_unstratified_when_a_class_has_one_row(tmp_path):
     ("header_only.csv", "x,y\n", "header but no data rows"),
     ("one_column.csv", "1\n2\n", "no feature columns"),
     ("data.json", "{}", "unsupported data file 'data.json'"),
-], ids=["ragged", "non-numeric", "empty", "header-only", "label-only", "unknown-extension"])
+    # a quote left open swallowed every later row into one label, silently
+    ("open_quote.csv", '1,2,0\n3,4,"1\n5,6,0\n7,8,1\n', "open_quote.csv is not a readable CSV text file"),
+], ids=["ragged", "non-numeric", "empty", "header-only", "label-only", "unknown-extension", "open-quote"])
 def test_bad_files_give_clear_errors(tmp_path, name, content, match):
     path = write(tmp_path / name, content)
     with pytest.raises(ValueError, match=match):

@@ -170,8 +170,9 @@ def test_a_file_without_lastedge_metadata_is_refused(paths, tmp_path):
      "preprocess statistics have 1 features, model has 24"),
     (lambda meta: meta.update(preprocess={"kind": "standardize", "mean": {"a": 1}, "scale": [1.0]}),
      "metadata standardize mean must be an array of real numbers"),
+    (lambda meta: meta.update(n_features=5), "the graph takes 24 features per row, its metadata 5"),
 ], ids=["outputs", "repeated-classes", "in-graph-text", "version-text", "version-new", "mean-width",
-        "mean-not-numbers"])
+        "mean-not-numbers", "features"])
 def test_metadata_that_disagrees_with_itself_or_the_graph_is_refused(paths, tmp_path, edit, message):
     onnx = pytest.importorskip("onnx")
     if "m.onnx" not in paths:
@@ -357,6 +358,100 @@ def test_an_alpha_beyond_float_or_a_precision_that_is_no_text_in_metadata_is_ref
         parse_header(_header_text(precision={"a": 1}), "m.onnx")
 
 
+@pytest.mark.parametrize("alpha", [float("nan"), float("inf"), 1e39, "1", True, None],
+                         ids=["nan", "inf", "beyond-float32", "text", "bool", "null"])
+def test_an_alpha_that_is_no_finite_number_in_metadata_is_refused(alpha):
+    """A NaN, infinite or textual alpha was read as a float (NaN alpha accepted, "1" as 1.0)."""
+    with pytest.raises(ValueError, match="m.onnx: metadata alpha must be"):
+        parse_header(_header_text(alpha=alpha), "m.onnx")
+    assert parse_header(_header_text(alpha=-2), "m.onnx").alpha == -2.0
+
+
+@pytest.mark.parametrize("n_atoms", [-3, 0, True, 200.0, "200"])
+def test_an_n_atoms_that_is_no_positive_integer_in_metadata_is_refused(n_atoms):
+    """A negative n_atoms gave negative MACs per sample (inspect, bench); true read as 1 atom;
+    "200" or 200.0 were silently dropped."""
+    with pytest.raises(ValueError, match=f"m.onnx: metadata n_atoms must be a positive integer, got {n_atoms!r}"):
+        parse_header(_header_text(n_atoms=n_atoms), "m.onnx")
+    assert parse_header(_header_text(n_atoms=None), "m.onnx").n_atoms is None  # files may leave it out
+    assert parse_header(_header_text(n_atoms=7), "m.onnx").n_atoms == 7
+
+
+def test_json_with_an_integer_of_too_many_digits_is_refused_as_corrupt(paths, tmp_path):
+    """Python refuses integers of over 4300 digits with a bare ValueError advising
+    sys.set_int_max_str_digits(), which named no file."""
+    huge = "1" * 5000
+    with pytest.raises(ValueError, match="m.onnx: the 'lastedge' metadata is corrupt"):
+        parse_header('{"n_atoms": ' + huge + '}', "m.onnx")
+    arrays = dict(np.load(paths["m.npz"]))
+    np.savez(tmp_path / "huge.npz", **{**arrays, "meta": np.array('{"seed": ' + huge + '}')})
+    with pytest.raises(ValueError, match="huge.npz: a JSON field is corrupt"):
+        load(tmp_path / "huge.npz")
+
+
+def test_an_alpha_beyond_float32_is_refused_by_the_model(paths, tmp_path):
+    """alpha is subtracted in float32: 1e39 overflowed to -inf, every feature was 0 and every row
+    went to the first class, with only a RuntimeWarning."""
+    X, y = blobs()
+    model = prototype_model(X, y)
+    with pytest.raises(ValueError, match="alpha must be finite .*float32"):
+        Model(model.dictionary, model.weights, model.classes, 1e39, model.preprocess)
+    arrays = dict(np.load(paths["m.npz"]))
+    np.savez(tmp_path / "alpha.npz", **{**arrays, "alpha": np.array(-1e300)})
+    with pytest.raises(ValueError, match="alpha.npz: dictionary, weights and alpha must be finite"):
+        load(tmp_path / "alpha.npz")
+
+
+def test_an_inconsistent_npz_model_is_refused_naming_its_file(paths, tmp_path):
+    """The model's own checks said what was wrong but not in which file (bench loads several)."""
+    arrays = dict(np.load(paths["m.npz"]))
+    np.savez(tmp_path / "short.npz", **{**arrays, "weights": arrays["weights"][:-1]})
+    with pytest.raises(ValueError, match=r"short.npz: weights have 23 rows, dictionary has 24 atoms"):
+        load(tmp_path / "short.npz")
+    np.savez(tmp_path / "scale.npz", **{**arrays, "preprocess": np.array('{"kind": "standardize"}')})
+    with pytest.raises(ValueError, match=r"scale.npz: preprocess 'standardize' needs both mean and scale"):
+        load(tmp_path / "scale.npz")
+
+
+class _LegacyView:
+    """A TFLite interpreter that loads a damaged file as the legacy ``tflite_runtime`` did, where
+    LiteRT refuses it: ``INPUT`` says how it shows the input."""
+
+    INPUT: dict = {}
+
+    def __init__(self, model_content: bytes, num_threads: int) -> None:
+        pass
+
+    def allocate_tensors(self) -> None:
+        pass
+
+    def get_input_details(self) -> list[dict]:
+        return [{"name": "input", "index": 0, "shape": np.array([1, 24]), "dtype": np.float32,
+                 "quantization": (0.0, 0), **self.INPUT}]
+
+    def get_output_details(self) -> list[dict]:
+        return [{"name": "scores", "index": 6, "shape": np.array([1, 3]), "dtype": np.float32,
+                 "quantization": (0.0, 0)}]
+
+
+@pytest.mark.parametrize("shown, message", [
+    (dict(shape=np.array([], np.int32)), r"expected one input \[batch, n_features\], got \[\('input', \[\]\)\]"),
+    (dict(dtype=np.int8, quantization=(0.0, 0)), "the input tensor is int8 with scale 0.0; expected float32"),
+    (dict(dtype=np.float16), "the input tensor is float16 with scale 0.0; expected float32"),
+], ids=["scalar-input", "zero-scale", "float16"])
+def test_a_tflite_input_that_cannot_be_fed_is_refused_at_load(paths, monkeypatch, shown, message):
+    """The legacy interpreter loaded such damaged files: a scalar input raised IndexError (a
+    traceback from the CLI), an int8 scale of 0 quantized every row alike (garbage predictions
+    with a divide-by-zero warning), a float16 input failed at predict in np.iinfo."""
+    from lastedge.runtime.backends import TFLitePredictor
+
+    if "m.tflite" not in paths:
+        pytest.skip("no TFLite exporter")
+    monkeypatch.setattr(_LegacyView, "INPUT", shown)
+    with pytest.raises(ValueError, match=f"m.tflite: {message}"):
+        TFLitePredictor(paths["m.tflite"], _LegacyView, "tflite_runtime")
+
+
 def _onnx_graph(tmp_path, input_shape, nodes, initializers=()):
     """A one-input ONNX file ``x`` -> ``y`` (declared [N, 3]) with a 3-class, 24-feature header."""
     onnx = pytest.importorskip("onnx")
@@ -413,6 +508,28 @@ def test_saving_where_no_file_can_be_created_says_so():
     with pytest.raises(ValueError, match=r"^cannot write /proc/m.npz: folder /proc is not writable "
                                          r"\(it does not accept new files\)$"):
         prototype_model(X, y).save("/proc/m.npz")
+
+
+def test_a_model_saves_under_an_upper_case_suffix(tmp_path):
+    """train checks --out M.NPZ case-blind before fitting, and save then refused it: the fit was lost."""
+    X, y = blobs()
+    model = prototype_model(X, y)
+    model.save(tmp_path / "M.NPZ")
+    np.testing.assert_array_equal(load(tmp_path / "M.NPZ").predict(X), model.predict(X))
+    with pytest.raises(ValueError, match="model files end in .npz, got 'm.zip'"):
+        model.save(tmp_path / "m.zip")
+
+
+@pytest.mark.parametrize("stem", ["a" * 250, "\u65e5" * 80], ids=["ascii", "cjk"])
+def test_a_model_saves_under_the_longest_names_the_folder_takes(tmp_path, stem):
+    """The temp file's name (the name and 14 more characters) passed the 255-byte limit: "folder is not
+    writable (File name too long)" after check_output_path, and so train, had accepted the name."""
+    from lastedge.runtime import check_output_path
+
+    X, y = blobs()
+    path = check_output_path(tmp_path / f"{stem}.npz", ".npz", "--out")
+    prototype_model(X, y).save(path)
+    assert [p.name for p in tmp_path.iterdir()] == [path.name]
 
 
 def test_saving_over_a_folder_is_refused_and_leaves_nothing_behind(tmp_path):

@@ -95,6 +95,9 @@ def test_idx_folder_without_test_part_and_plain_copies_preferred(tmp_path):
     (lambda p: p.write_bytes(b"\x00\x00\x08\x03" + (1000).to_bytes(4, "big") * 3 + b"\0" * 9),
      r"1000000000 bytes of values\), the file can hold at most 9$"),
     (lambda p: p.write_bytes(b"\x00\x00\x0e\xff" + b"\xff\xff\xff\xff" * 255), r"\(255 dimensions\)"),
+    # one value in 65 dimensions: numpy's own reshape error named no file
+    (lambda p: p.write_bytes(b"\x00\x00\x08\x41" + b"\x00\x00\x00\x01" * 65 + b"\0"),
+     "train-images-idx3-ubyte declares 65 dimensions, more than the 32"),
 ])
 def test_damaged_idx_files_are_refused(tmp_path, damage, message):
     damage(tmp_path / "train-images-idx3-ubyte")
@@ -382,12 +385,33 @@ def test_an_image_size_scales_every_image(tmp_path):
         load_dataset("digits", image_size=(6, 4))
 
 
-@pytest.mark.parametrize("text", ["32", "0x4", "axb", "4x4x3", ""])
+@pytest.mark.parametrize("text", ["32", "0x4", "axb", "4x4x3", "", "\u00b2x2"])
 def test_bad_image_sizes_are_refused(text):
     from lastedge.runtime.images import parse_image_size
 
     with pytest.raises(ValueError, match="HEIGHTxWIDTH"):
         parse_image_size(text)
+
+
+@pytest.mark.parametrize("text", ["60000x60000", "4097x4096", "9" * 5000 + "x1"])
+def test_an_absurd_image_size_is_refused_before_any_image_is_read(tmp_path, capsys, text):
+    """60000x60000 was accepted and every image scaled to it (gigabytes each) before predict said
+    the model wanted 8x8; 5000 digits raised Python's own int() limit message."""
+    from lastedge.runtime.images import MAX_IMAGE_PIXELS, parse_image_size
+
+    assert parse_image_size("4096x4096") == (4096, 4096) and 4096 * 4096 == MAX_IMAGE_PIXELS
+    with pytest.raises(ValueError, match="an image size is at most 16,777,216 pixels"):
+        parse_image_size(text)
+    (tmp_path / "cat").mkdir()
+    (tmp_path / "cat" / "1.png").write_bytes(b"not an image")  # decoding it would fail: it must not start
+    for size in ((60000, 60000), (0, 4)):
+        with pytest.raises(ValueError, match="an image size is (at most|HEIGHTxWIDTH)"):
+            load_dataset(str(tmp_path), image_size=size)
+    with pytest.raises(SystemExit) as exit_status:  # a usage error, before the model is opened
+        main(["predict", "model.npz", "--data", str(tmp_path), "--image-size", text])
+    err = capsys.readouterr().err
+    assert exit_status.value.code == 2
+    assert "at most 16,777,216 pixels" in err and len(err.strip().splitlines()) == 1
 
 
 def test_a_model_trained_at_one_size_scales_new_images_to_it(tmp_path, capsys):
