@@ -5,7 +5,8 @@
 
 Each CSV line is one sample: n_features numbers separated by commas (no header). Rows are
 classified as they arrive, so a sensor can pipe into it: one predicted label per line on stdout,
-flushed at once, then a latency summary of the per-row calls on stderr. A line that is not a
+flushed at once, then a latency summary of the per-row calls on stderr (at the end of the rows,
+or at Ctrl-C, which stops a stream that has none, with exit status 130). A line that is not a
 valid row stops it with "line N: why" on stderr and exit status 1.
 Needs numpy, plus ai-edge-litert (pip install "lastedge[tflite]") for .tflite files or
 onnxruntime ("lastedge[onnx]") for .onnx files; .npz files run on numpy alone.
@@ -14,10 +15,11 @@ onnxruntime ("lastedge[onnx]") for .onnx files; .npz files run on numpy alone.
 import os
 import sys
 import time
+from typing import BinaryIO
 
 import numpy as np
 
-from lastedge.runtime import load
+from lastedge.runtime import Predictor, load
 
 
 def main(argv: list[str]) -> int:
@@ -34,27 +36,35 @@ def main(argv: list[str]) -> int:
     latencies_us = []
     try:
         with source:
-            for number, line in enumerate(source, 1):
-                if not line.strip():
-                    continue
-                try:
-                    row = np.array(line.decode().split(","), dtype=np.float64)[None, :]
-                    start = time.perf_counter()
-                    label = model.predict(row)[0]  # one sample at a time, as a sensor delivers them
-                except ValueError as err:  # not UTF-8 text, a bad number, the wrong width, NaN
-                    print(f"line {number}: {err}", file=sys.stderr)
-                    return 1
-                latencies_us.append((time.perf_counter() - start) * 1e6)
-                print(label, flush=True)
+            status = classify(model, source, latencies_us)
     except BrokenPipeError:  # the reader stopped early (``... | head -1``): not an error
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # no second error at exit
         return 0
-
-    if latencies_us:
+    except KeyboardInterrupt:  # Ctrl-C: how a sensor's endless stream is stopped
+        status = 130
+    if status != 1 and latencies_us:
         p50, p99 = np.percentile(latencies_us, [50, 99])
         print(f"{len(latencies_us)} rows on {model.backend} ({model.precision}): "
               f"p50 {p50:.0f} us, p99 {p99:.0f} us, max {max(latencies_us):.0f} us per row",
               file=sys.stderr)
+    return status
+
+
+def classify(model: Predictor, source: BinaryIO, latencies_us: list[float]) -> int:
+    """Print each line's label as it arrives, recording each call's latency; 1 at a bad line."""
+    for number, line in enumerate(source, 1):
+        if not line.strip():
+            continue
+        try:
+            text = line.decode("utf-8-sig")  # -sig: a spreadsheet's byte-order mark is no number
+            row = np.array(text.split(","), dtype=np.float64)[None, :]
+            start = time.perf_counter()
+            label = model.predict(row)[0]  # one sample at a time, as a sensor delivers them
+        except ValueError as err:  # not UTF-8 text, a bad number, the wrong width, NaN
+            print(f"line {number}: {err}", file=sys.stderr)
+            return 1
+        latencies_us.append((time.perf_counter() - start) * 1e6)
+        print(label, flush=True)
     return 0
 
 

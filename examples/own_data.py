@@ -9,11 +9,14 @@ A CSV header row is optional; labels may be numbers or text. Data without a test
 75/25 (stratified). CSV features are standardized with the training statistics, images are
 centred and scaled to unit norm one by one (the paper's preprocessing for digits); either way the
 preprocessing is stored in the model, saved as <data name>.npz in the current folder (an .npz
-archive of rows there is kept: its model is then <data name>-model.npz). The CLI does the same:
+archive of rows there is kept: its model is then <data name>-model.npz). The CLI does the same
+given this script's short schedule, --max-dca-iter 3 --inner-solver adam --inner-iter 200 (without
+them it runs LAST's full default schedule, which takes minutes):
     lastedge train --data my_data.csv --atoms 20 --preprocess standardize --out my_data.npz
     lastedge train --data photos/ --atoms 20 --preprocess center-l2 --out photos.npz
 """
 
+import os
 import sys
 import tempfile
 import warnings
@@ -42,9 +45,10 @@ def write_demo_csv(folder: Path) -> Path:
 
 
 def train(source: Path, label_column: str | int) -> None:
+    named = Path(os.path.abspath(source))  # "." (this folder) has no name of its own; links keep theirs
     data = load_dataset(str(source), label_column=label_column).with_test_part()  # 75/25 if none
     images = "" if data.image_shape is None else f" ({'x'.join(map(str, data.image_shape))} images)"
-    print(f"{source.name}: {len(data.X_train)} training rows, {len(data.X_test)} test rows, "
+    print(f"{named.name}: {len(data.X_train)} training rows, {len(data.X_test)} test rows, "
           f"{data.X_train.shape[1]} features{images}, classes {np.unique(data.y_train).tolist()}")
     warnings.simplefilter("ignore", ConvergenceWarning)  # a short run, on purpose
     preprocess = "standardize" if data.image_shape is None else "center-l2"
@@ -52,9 +56,9 @@ def train(source: Path, label_column: str | int) -> None:
                          inner_iter=200, random_state=0).fit(data.X_train, data.y_train)
     print(f"train accuracy {clf.score(data.X_train, data.y_train):.2%}, "
           f"test accuracy {clf.score(data.X_test, data.y_test):.2%}")
-    path = Path(f"{source.stem}.npz")
+    path = Path(f"{named.stem}.npz")
     if path.exists() and path.samefile(source):  # an .npz archive of rows here: keep it
-        path = Path(f"{source.stem}-model.npz")
+        path = Path(f"{named.stem}-model.npz")
     clf.to_model().save(path)
     predictor = load(path)  # what a device would do with the file
     print(f"saved {path}; first test rows: predicted {predictor.predict(data.X_test[:5]).tolist()}, "

@@ -78,19 +78,32 @@ def test_own_data_trains_on_an_image_folder(tmp_path):
     assert (tmp_path / "photos.npz").is_file()
 
 
-def test_own_data_splits_an_idx_folder_without_its_test_files(tmp_path):
+def write_idx_folder(folder: Path) -> Path:
+    """400 of the digits as MNIST ships its training part: IDX images and labels, no test files."""
     from sklearn.datasets import load_digits
 
     X, y = load_digits(return_X_y=True)
     images = (X[:400] * 255 / 16).astype(np.uint8)
-    (tmp_path / "idx").mkdir()
-    (tmp_path / "idx" / "train-images-idx3-ubyte").write_bytes(
-        np.array([0x803, 400, 8, 8], ">u4").tobytes() + images.tobytes())
-    (tmp_path / "idx" / "train-labels-idx1-ubyte").write_bytes(
+    folder.mkdir()
+    (folder / "train-images-idx3-ubyte").write_bytes(np.array([0x803, 400, 8, 8], ">u4").tobytes() + images.tobytes())
+    (folder / "train-labels-idx1-ubyte").write_bytes(
         np.array([0x801, 400], ">u4").tobytes() + y[:400].astype(np.uint8).tobytes())
+    return folder
+
+
+def test_own_data_splits_an_idx_folder_without_its_test_files(tmp_path):
+    write_idx_folder(tmp_path / "idx")
     out = run_example("own_data.py", tmp_path, "idx")
     assert "idx: 300 training rows, 100 test rows, 64 features (8x8 images)" in out
     assert (tmp_path / "idx.npz").is_file()
+
+
+def test_own_data_names_the_model_after_a_folder_given_as_dot(tmp_path):
+    """Run inside the data folder, it printed no name, trained, then failed to save '.npz'."""
+    folder = write_idx_folder(tmp_path / "idx")
+    out = run_example("own_data.py", folder, ".")
+    assert out.startswith("idx: 300 training rows, 100 test rows")
+    assert "saved idx.npz" in out and (folder / "idx.npz").is_file()
 
 
 def test_own_data_keeps_an_npz_archive_of_rows_it_trains_on(tmp_path):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import select
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -56,6 +57,25 @@ def test_on_device_example_answers_each_row_as_it_arrives(files):
         proc.stderr.close()
 
 
+def test_on_device_example_summarises_a_stream_stopped_by_ctrl_c(files):
+    """Ctrl-C, the only end of a sensor's stream, gave a traceback and no latency summary."""
+    model, X, paths, _ = files
+    proc = subprocess.Popen([sys.executable, str(EXAMPLE), str(paths["m.npz"])], stdin=subprocess.PIPE,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        proc.stdin.write("".join(",".join(map(repr, row.tolist())) + "\n" for row in X[:2]))
+        proc.stdin.flush()  # and left open, as a sensor leaves it
+        assert [proc.stdout.readline().strip() for _ in range(2)] == [str(label) for label in model.predict(X[:2])]
+        proc.send_signal(signal.SIGINT)
+        assert proc.wait(60) == 130
+        stderr = proc.stderr.read()
+        assert "2 rows on numpy" in stderr and "Traceback" not in stderr
+    finally:
+        proc.kill()
+        for stream in (proc.stdin, proc.stdout, proc.stderr):
+            stream.close()
+
+
 @pytest.mark.parametrize("bad_line, why", [("1,2,3", "3 features, the model expects 24"),
                                            ("1,abc" + ",0" * 22, "could not convert"),
                                            (",".join(["nan"] * 24), "NaN")])
@@ -85,6 +105,17 @@ def test_on_device_example_stops_at_a_line_that_is_not_text_naming_it(files, tmp
                             capture_output=True, text=True)
     assert result.returncode == 1 and result.stdout.split() == [str(model.predict(X[:1])[0])]
     assert result.stderr.startswith("line 2: 'utf-8' codec can't decode") and "Traceback" not in result.stderr
+
+
+def test_on_device_example_reads_a_csv_that_starts_with_a_byte_order_mark(files, tmp_path):
+    """A spreadsheet's "CSV UTF-8" starts with one (lastedge predict reads it); line 1 was refused."""
+    model, X, paths, _ = files
+    csv = tmp_path / "rows.csv"
+    csv.write_bytes(b"\xef\xbb\xbf" + "\n".join(",".join(map(str, row)) for row in X[:2]).encode() + b"\n")
+    result = subprocess.run([sys.executable, str(EXAMPLE), str(paths["m.npz"]), str(csv)],
+                            capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.split() == [str(label) for label in model.predict(X[:2])]
 
 
 def test_on_device_example_stops_quietly_when_its_reader_does(files):
