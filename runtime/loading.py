@@ -56,11 +56,20 @@ def load(path: str | os.PathLike, *, backend: str | None = None,
     return TFLitePredictor(path, _import(backend).Interpreter, backend, threads=threads)
 
 
+def max_threads() -> int:
+    """The most threads lastedge asks a backend (or torch) for: 64 per core, at least 256.
+    Oversubscribing is allowed (a process may share a machine, or its cores be counted differently);
+    the bound refuses only the absurd, which the backends do not: 2**31 reached onnxruntime and
+    LiteRT as a multi-line pybind TypeError and wrapped to a negative count for OpenBLAS."""
+    return max(256, 64 * (os.cpu_count() or 1))
+
+
 def _check_threads(threads: int | None) -> int:
     if threads is None:
         return DEFAULT_THREADS
-    if isinstance(threads, bool) or not isinstance(threads, int) or threads < 1:
-        raise ValueError(f"threads must be a positive integer, got {threads!r}")
+    if isinstance(threads, bool) or not isinstance(threads, int) or not 1 <= threads <= max_threads():
+        raise ValueError(f"threads must be a positive integer, at most {max_threads()} (64 per "
+                         f"core, at least 256), got {threads!r}")
     return threads
 
 

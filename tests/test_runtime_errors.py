@@ -203,7 +203,7 @@ def test_missing_backend_names_the_extra(paths, monkeypatch):
 def test_bad_backend_and_threads(paths):
     with pytest.raises(ValueError, match=r"backend 'onnxruntime' cannot run a .npz file"):
         load(paths["m.npz"], backend="onnxruntime")
-    for threads in (0, -1, 1.5, True):
+    for threads in (0, -1, 1.5, True, 2**31):  # 2**31: a pybind TypeError, a negative OpenBLAS count
         with pytest.raises(ValueError, match="threads must be a positive integer"):
             load(paths["m.npz"], threads=threads)
     with pytest.raises(FileNotFoundError):

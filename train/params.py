@@ -5,12 +5,12 @@ Each raises a ``ValueError`` naming the parameter, what it must be and the value
 
 from __future__ import annotations
 
-import os
 from numbers import Integral, Real
 from typing import Any
 
 import numpy as np
 
+from lastedge.runtime.loading import max_threads  # one bound for torch's and the backends' threads
 from lastedge.runtime.model import FLOAT32_MAX  # training computes in float32 too
 from lastedge.runtime.preprocess import KINDS
 
@@ -86,10 +86,3 @@ def check_n_jobs(estimator: Any) -> None:
     if n_jobs is not None and n_jobs > max_threads():
         raise ValueError(f"n_jobs must be at most {max_threads()} threads (64 per core, at least 256), "
                          f"got {n_jobs!r}")
-
-
-def max_threads() -> int:
-    """The most torch threads a fit may ask for: 64 per core, at least 256. Oversubscribing is
-    allowed (a fit may share a machine, or its cores be counted differently; 4096 threads on 2
-    cores still multiply matrices normally); the bound refuses only the absurd."""
-    return max(256, 64 * (os.cpu_count() or 1))
