@@ -116,6 +116,16 @@ def test_cross_validation_picks_the_best_of_the_grid(digits_model):
     assert np.all(np.diff(results["alpha"]) > 0)  # sparser codes as the grid goes on
 
 
+def test_threshold_search_follows_the_scale_of_raw_rows(digits):
+    # The candidate thresholds were rounded to 12 decimals: responses of rows near 1e-13 all
+    # became 0, and the fit said that every response D^T z was <= 0.
+    X, y, X_test, _ = digits
+    plain = SoftThresholdEncoderSVM(20, preprocess="none", random_state=0).fit(X, y)
+    small = SoftThresholdEncoderSVM(20, preprocess="none", random_state=0).fit(1e-13 * X, y)
+    np.testing.assert_allclose(small.cv_results_["alpha"], 1e-13 * plain.cv_results_["alpha"], rtol=1e-6)
+    assert np.mean(small.predict(1e-13 * X_test) == plain.predict(X_test)) > 0.95
+
+
 def test_joint_search_and_fixed_parameters(binary):
     X, y, _, _ = binary
     searched = SoftThresholdEncoderSVM(10, C=None, random_state=0).fit(X, y)
@@ -305,6 +315,17 @@ def test_sparse_coding_bad_input(binary, sparse_coder):
         SparseCodingSVM(2).predict(X)
     with pytest.raises(ValueError, match="12 features"):
         sparse_coder.predict(X[:, :5])
+
+
+@pytest.mark.parametrize("method", ["predict", "decision_function", "transform", "feature_sparsity"])
+def test_rows_beyond_float32_are_refused_after_fit_as_in_fit(binary, sparse_coder, l1_encoder, method):
+    # Fit refuses them; the lasso codes (and the encoder's codes) of such rows were all zero, so
+    # every row got the same class.
+    X, _, _, _ = binary
+    for fitted in (sparse_coder, l1_encoder):
+        if hasattr(fitted, method):
+            with pytest.raises(ValueError, match="beyond float32's range"):
+                getattr(fitted, method)(X[:3] * 1e100)
 
 
 # --- KMeansCentroidClassifier ------------------------------------------------------------------

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import sys
+import warnings
 from itertools import pairwise
 
 import pytest
+from sklearn.exceptions import ConvergenceWarning
 
-from lastedge.train import LASTClassifier
+from lastedge.train import LASTClassifier, SGDSoftThresholdClassifier
 from lastedge.train.curves import plot_training_curve, training_curve
 
 
@@ -45,6 +47,29 @@ def test_figure_as_pdf(tiny_last, tmp_path):
     path = plot_training_curve(tiny_last, tmp_path / "curve.pdf")
     assert path.read_bytes()[:5] == b"%PDF-"
     assert [p.name for p in tmp_path.iterdir()] == ["curve.pdf"]
+
+
+def test_figure_title_fits_and_iterations_are_whole_numbers(tmp_path, monkeypatch):
+    # SGD's title ran past the figure's right edge, and two DCA iterations were ticked 1.2, 1.4, ...
+    import numpy as np
+
+    from lastedge.train import curves
+
+    drawn = []
+    monkeypatch.setattr(curves, "save_figure", lambda fig, path: drawn.append(fig) or path)
+    X, y = np.random.default_rng(0).normal(size=(40, 3)), np.arange(40) % 2
+    for estimator in (LASTClassifier(n_atoms=2, max_dca_iter=2, inner_iter=5, verbose=0),
+                      SGDSoftThresholdClassifier(n_atoms=2, max_iter=20, step_sizes=(0.1,), verbose=0)):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", ConvergenceWarning)
+            plot_training_curve(estimator.fit(X, y), tmp_path / "curve.png")
+    for fig in drawn:
+        fig.canvas.draw()
+        ax = fig.axes[0]
+        title = ax.title.get_window_extent(fig.canvas.get_renderer())
+        assert fig.bbox.x0 <= title.x0 and title.x1 <= fig.bbox.x1
+        low, high = ax.get_xlim()
+        assert all(float(tick).is_integer() for tick in ax.get_xticks() if low <= tick <= high)
 
 
 def test_figure_needs_matplotlib(tiny_last, tmp_path, monkeypatch):

@@ -13,11 +13,13 @@ from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
 from lastedge.runtime import Model
-from lastedge.train import LASTClassifier, SGDSoftThresholdClassifier
+from lastedge.train import LASTClassifier, SGDSoftThresholdClassifier, SoftThresholdEncoderSVM
 from lastedge.train.base import available_accelerator, flushes_denormals, thread_count, usable_device
 
 FAST_LAST = dict(n_atoms=4, max_dca_iter=2, inner_iter=30, verbose=0, random_state=0)
 FAST_SGD = dict(n_atoms=4, max_iter=100, step_sizes=(0.1,), verbose=0, random_state=0)
+# one shared dictionary as two of 4 atoms (the checks' data has up to 4 classes), half voting against
+FAST_SHARED = {**FAST_LAST, "n_atoms": 8, "multiclass": "shared", "sub_dictionaries": 2, "atoms_against": 0.5}
 
 
 # check name -> why it is expected to fail (none at present; real trainer bugs are not listed)
@@ -25,7 +27,7 @@ EXPECTED_FAILED_CHECKS: dict[str, str] = {}
 
 
 @parametrize_with_checks(
-    [LASTClassifier(**FAST_LAST), SGDSoftThresholdClassifier(**FAST_SGD)],
+    [LASTClassifier(**FAST_LAST), LASTClassifier(**FAST_SHARED), SGDSoftThresholdClassifier(**FAST_SGD)],
     expected_failed_checks=lambda estimator: EXPECTED_FAILED_CHECKS,
 )
 def test_scikit_learn_checks(estimator, check):
@@ -72,6 +74,17 @@ def test_saved_model_gives_identical_scores(tiny_last, digits_data, tmp_path):
     np.testing.assert_array_equal(loaded.decision_function(X), tiny_last.decision_function(X))
     np.testing.assert_array_equal(loaded.predict(X), tiny_last.predict(X))
     assert loaded.meta["trainer"] == "LASTClassifier"
+
+
+@pytest.mark.parametrize("cls, params, real", [(LASTClassifier, FAST_LAST, "nu"),
+                                               (SoftThresholdEncoderSVM, {"alpha": 0.2}, "C")])
+def test_model_records_numpy_parameters_as_numbers(cls, params, real):
+    # Values from a numpy grid (np.int64, np.float32) were recorded as 'np.int64(6)'.
+    X, y = blobs()
+    fitted = fit_quietly(cls(**{**params, "n_atoms": np.int64(6), real: np.float32(0.5)}), X, y)
+    recorded = fitted.to_model().meta["params"]
+    assert type(recorded["n_atoms"]) is int and recorded["n_atoms"] == 6 and recorded[real] == 0.5
+    assert recorded["preprocess"] == "l2" and recorded["random_state"] == params.get("random_state")
 
 
 def test_failed_save_leaves_no_file_behind(tiny_last, tmp_path, monkeypatch):
@@ -288,6 +301,16 @@ def test_sgd_refuses_unknown_optimizer():
         SGDSoftThresholdClassifier(**FAST_SGD, optimizer="rmsprop").fit(X, y)
 
 
+@pytest.mark.parametrize("max_iter", [20, 149, 250])
+def test_sgd_history_holds_at_most_the_progress_bars_50_checkpoints(max_iter):
+    # Every max_iter // 50 steps recorded up to 99 points (149 steps: 75), past the bar's total
+    # of 50 and each an objective over all training rows.
+    X, y = blobs(n_classes=2, m=40)
+    fitted = SGDSoftThresholdClassifier(**{**FAST_SGD, "max_iter": max_iter}).fit(X, y)
+    steps = [record["iteration"] for record in fitted.history_]
+    assert len(steps) <= 50 and steps[-1] == max_iter and steps == sorted(set(steps))
+
+
 @pytest.mark.parametrize("optimizer", ["sgd", "adam"])
 def test_sgd_gives_the_same_classifier_on_rescaled_raw_rows(digits_data, optimizer):
     # Raw 0-16 digits pixels, and the same rows x 1000: the step on the atoms follows the data's
@@ -301,6 +324,35 @@ def test_sgd_gives_the_same_classifier_on_rescaled_raw_rows(digits_data, optimiz
     np.testing.assert_allclose(large.coef_, small.coef_, rtol=1e-3, atol=1e-4)
     assert np.mean(large.predict(1000.0 * digits_data.X_test) == small.predict(digits_data.X_test)) > 0.99
     assert small.feature_sparsity(digits_data.X_test) < 0.99  # the atoms did not all die
+
+
+@pytest.mark.parametrize("cls, params, scale", [(LASTClassifier, FAST_LAST, 1e-9),
+                                               (LASTClassifier, FAST_LAST, 1e13),
+                                               (SGDSoftThresholdClassifier, FAST_SGD, 1e-9)])
+def test_the_same_classifier_on_raw_rows_of_any_scale(digits_data, cls, params, scale):
+    # The start atoms are scaled to the rows and LAST's Adam steps to the atoms; floors of 1e-12
+    # on either (rows of 1e-9 give responses of 1e-16, rows of 1e13 atoms of 1e-15) left LAST
+    # untrained (one class for every row) and SGD from unscaled atoms (14 % agreement).
+    X, y = digits_data.X_train[:300], digits_data.y_train[:300]
+    params = {**params, "n_atoms": 3 if cls is LASTClassifier else 4, "preprocess": "none"}
+    plain = fit_quietly(cls(**params), X, y)
+    scaled = fit_quietly(cls(**params), scale * X, y)
+    assert plain.score(X, y) > 0.5  # chance is 0.1
+    assert np.mean(scaled.predict(scale * X) == plain.predict(X)) > 0.95
+
+
+@pytest.mark.parametrize("cls, params", [(LASTClassifier, FAST_LAST), (SGDSoftThresholdClassifier, FAST_SGD)])
+def test_read_only_float32_rows_train_without_a_torch_warning(cls, params):
+    # preprocess="none" passes float32 rows through: read-only ones (a memory map, or joblib's
+    # copies in GridSearchCV(n_jobs=2)) made torch warn of "undefined behavior".
+    X, y = blobs()
+    X = X.astype(np.float32)
+    X.setflags(write=False)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", UserWarning)
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        fitted = cls(**{**params, "preprocess": "none"}).fit(X, y)
+    assert fitted.score(X, y) > 0.5  # chance is 1/3
 
 
 def test_feature_sparsity_counted_in_blocks_is_the_share_of_zero_features(tiny_last, digits_data):
@@ -438,6 +490,17 @@ def test_bad_early_stopping_parameters_are_refused(params, match):
     X, y = blobs()
     with pytest.raises(ValueError, match=match):
         LASTClassifier(**{**FAST_LAST, "early_stopping": True, **params}).fit(X, y)
+
+
+@pytest.mark.parametrize("fraction, reason", [
+    (0.999, "the resulting train set will be empty"),  # was "needs a validation set with every class"
+    (0.01, "test_size = 1 should be greater or equal to the number of classes = 3"),
+])
+def test_a_hold_out_that_cannot_be_drawn_says_why(fraction, reason):
+    X, y = blobs()
+    with pytest.raises(ValueError, match=f"early_stopping cannot hold out validation_fraction={fraction} "
+                                         f"of the 90 training rows, stratified by class: .*{reason}"):
+        LASTClassifier(**FAST_LAST, early_stopping=True, validation_fraction=fraction).fit(X, y)
 
 
 @pytest.mark.parametrize("surrogate", ["dc", "tight"])

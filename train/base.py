@@ -37,6 +37,25 @@ def validate_fit_data(estimator: BaseEstimator, X, y) -> tuple[np.ndarray, np.nd
     return X, y_index
 
 
+def validate_predict_data(estimator: BaseEstimator, X) -> np.ndarray:
+    """Validated ``X`` for a fitted estimator's methods: ``n_features_in_`` wide and, as fit asks,
+    finite in float32 (beyond, the codes of every backend are meaningless)."""
+    X = validate_data(estimator, X, reset=False, dtype=[np.float64, np.float32])
+    check_input(X, X.shape[1])
+    return X
+
+
+def recorded_params(estimator: BaseEstimator) -> dict:
+    """``get_params()`` as a model's metadata records them: numbers, strings, booleans and None as
+    themselves (numpy scalars, e.g. from a numpy parameter grid, as the Python value), the rest as
+    their repr."""
+    params = {}
+    for name, value in estimator.get_params().items():
+        value = value.item() if isinstance(value, np.generic) else value
+        params[name] = value if isinstance(value, (int, float, str, bool, type(None))) else repr(value)
+    return params
+
+
 class ModelBackedClassifier:
     """Prediction through the fitted ``model_`` (a ``runtime.Model``), shared by every trainer.
 
@@ -50,7 +69,7 @@ class ModelBackedClassifier:
 
     def _check_predict_input(self, X) -> np.ndarray:
         check_is_fitted(self, "model_")
-        return validate_data(self, X, reset=False, dtype=[np.float64, np.float32])
+        return validate_predict_data(self, X)
 
     def decision_function(self, X) -> np.ndarray:
         """Scores with the exact soft threshold: [n] for binary (> 0 means ``classes_[1]``), else [n, C]."""
@@ -125,9 +144,13 @@ class SoftThresholdBase(ModelBackedClassifier, TransformerMixin, ClassifierMixin
             torch.set_flush_denormal(flushing)
 
     def _prepare(self, X: np.ndarray, y_index: np.ndarray, rng: np.random.RandomState):
-        """Preprocess, build heads/signs/groups and the start point. Returns numpy arrays."""
+        """Preprocess, build heads/signs/groups and the start point. Returns numpy arrays.
+
+        ``Z`` is writable: "none" passes float32 rows through, and torch warns of undefined
+        behaviour on read-only memory (a memory map, joblib's copies for ``n_jobs`` searches).
+        """
         self.preprocess_ = Preprocess.fit(self.preprocess, X)
-        Z = self.preprocess_.apply(X)
+        Z = np.require(self.preprocess_.apply(X), requirements="W")
         targets, groups = self._layout(y_index)
         U0, v0 = problem.initial_atoms(Z, targets, groups, rng, self.init_active_fraction)
         return Z, targets, groups, U0, v0
@@ -170,10 +193,9 @@ class SoftThresholdBase(ModelBackedClassifier, TransformerMixin, ClassifierMixin
                             self._model_meta())
 
     def _model_meta(self) -> dict:
-        params = {k: (v if isinstance(v, (int, float, str, bool, type(None))) else repr(v))
-                  for k, v in self.get_params().items()}
-        return {"trainer": type(self).__name__, "params": params, "lastedge_version": __version__,
-                "n_features": int(self.n_features_in_), "fit_seconds": round(self.fit_time_, 3)}
+        return {"trainer": type(self).__name__, "params": recorded_params(self),
+                "lastedge_version": __version__, "n_features": int(self.n_features_in_),
+                "fit_seconds": round(self.fit_time_, 3)}
 
     def transform(self, X) -> np.ndarray:
         """The sparse soft-threshold features ``max(0, D^T z - 1)``, [n, total atoms]."""

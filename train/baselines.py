@@ -27,7 +27,7 @@ from sklearn.utils.validation import check_random_state
 from lastedge import __version__
 from lastedge.runtime import Model, Preprocess
 
-from .base import ModelBackedClassifier, validate_fit_data
+from .base import ModelBackedClassifier, recorded_params, validate_fit_data
 from .params import check_n_atoms_and_preprocess, check_number
 
 DICTIONARIES = ("kmeans", "random", "l1")
@@ -180,10 +180,8 @@ class SoftThresholdEncoderSVM(ModelBackedClassifier, ClassifierMixin, Transforme
     def _build_model(self) -> Model:
         """``max(0, D^T z - alpha) @ w / s == max(0, (D / alpha)^T z - 1) @ (alpha * w / s)``."""
         weights = self.svm_.coef_.T * (self.alpha_ / self.feature_scale_)  # [n_atoms, n_outputs]
-        params = {k: (v if isinstance(v, (int, float, str, bool, type(None))) else repr(v))
-                  for k, v in self.get_params().items()}
-        meta = {"trainer": type(self).__name__, "params": params, "alpha": self.alpha_, "C": self.C_,
-                "lastedge_version": __version__,
+        meta = {"trainer": type(self).__name__, "params": recorded_params(self), "alpha": self.alpha_,
+                "C": self.C_, "lastedge_version": __version__,
                 "n_features": int(self.n_features_in_), "fit_seconds": round(self.fit_time_, 3)}
         classes = np.asarray(self.classes_.tolist())  # object arrays of strings -> str dtype
         return Model(self.atoms_ / self.alpha_, weights, classes, 1.0, self.preprocess_, meta)
@@ -198,10 +196,11 @@ class SoftThresholdEncoderSVM(ModelBackedClassifier, ClassifierMixin, Transforme
 def _quantile_alphas(responses: np.ndarray) -> list[float]:
     """Candidate thresholds: response quantiles leaving ``ACTIVE_FRACTIONS`` of the codes active.
 
-    Only positive values are kept (``D / alpha`` needs alpha > 0); duplicates are dropped.
+    Only positive values are kept (``D / alpha`` needs alpha > 0); duplicates, to 12 significant
+    digits (not decimals: responses of raw rows near 1e-13 would all round to 0), are dropped.
     """
     levels = np.quantile(responses, 1.0 - np.asarray(ACTIVE_FRACTIONS))
-    alphas = [float(a) for a in dict.fromkeys(levels.round(12)) if a > 0]
+    alphas = [a for a in dict.fromkeys(float(f"{level:.12g}") for level in levels) if a > 0]
     if not alphas:
         raise ValueError("every training response D^T z is <= 0, so no threshold alpha > 0 leaves "
                          "a code active; check the preprocessing or pass alpha")

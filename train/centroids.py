@@ -10,12 +10,11 @@ from __future__ import annotations
 
 import numpy as np
 from sklearn.base import BaseEstimator, ClassifierMixin
-from sklearn.utils.validation import check_is_fitted, check_random_state, validate_data
+from sklearn.utils.validation import check_is_fitted, check_random_state
 
 from lastedge.runtime import Preprocess
-from lastedge.runtime.model import check_input
 
-from .base import validate_fit_data
+from .base import validate_fit_data, validate_predict_data
 from .baselines import class_atoms
 from .params import check_n_atoms_and_preprocess
 
@@ -59,8 +58,7 @@ class KMeansCentroidClassifier(ClassifierMixin, BaseEstimator):
     def predict(self, X) -> np.ndarray:
         """The class of each row's nearest centroid (ties: the first centroid)."""
         check_is_fitted(self, "centroids_")
-        X = validate_data(self, X, reset=False, dtype=[np.float64, np.float32])
-        check_input(X, X.shape[1])  # finite in float32, as fit and the other models ask
+        X = validate_predict_data(self, X)
         Z = self.preprocess_.apply(X).astype(np.float64)
         # argmin ||z - c||^2 = argmax 2 z.c - ||c||^2 (||z||^2 is the same for every centroid)
         closeness = 2.0 * Z @ self.centroids_.T - np.einsum("ij,ij->i", self.centroids_, self.centroids_)

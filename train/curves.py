@@ -72,6 +72,8 @@ def plot_training_curve(estimator: LASTClassifier | SGDSoftThresholdClassifier,
         accuracy.axvline(best["iteration"], color="C1", linestyle=":", label="kept iterate")
         accuracy.set_ylabel("hold-out accuracy %", color="C1")
         accuracy.legend(loc="center right", fontsize=8)
-    ax.set_title(f"{type(estimator).__name__}: {estimator.model_.n_atoms} atoms in all, "
+    ax.xaxis.get_major_locator().set_params(integer=True)  # iterations and steps: no 1.5
+    # two lines: one would run past the figure's edge for SGDSoftThresholdClassifier
+    ax.set_title(f"{type(estimator).__name__}\n{estimator.model_.n_atoms} atoms in all, "
                  f"{rows[-1]['time_s']:.1f} s to the last point")
     return save_figure(fig, path)

@@ -391,8 +391,9 @@ class LASTClassifier(SoftThresholdBase):
             X, X_val, y_index, y_val = train_test_split(
                 X, y_index, test_size=self.validation_fraction, stratify=y_index,
                 random_state=rng.randint(2**31 - 1))
-        except ValueError as error:
-            raise ValueError(f"early_stopping needs a validation set with every class: {error}") from None
+        except ValueError as error:  # e.g. fewer held-out rows than classes, or no rows left to train on
+            raise ValueError(f"early_stopping cannot hold out validation_fraction={self.validation_fraction} "
+                             f"of the {len(X)} training rows, stratified by class: {error}") from None
         return X, y_index, X_val, y_val
 
     def _model_meta(self) -> dict:

@@ -109,8 +109,13 @@ def _atom_kinds(groups: np.ndarray) -> np.ndarray:
 
 
 def _activation_scale(responses: np.ndarray, active_fraction: float) -> np.ndarray:
-    """Per-atom factor that puts the ``1 - active_fraction`` quantile of responses at 1."""
+    """Per-atom factor that puts the ``1 - active_fraction`` quantile of responses at 1.
+
+    Any level whose inverse float32 holds counts (raw rows of 1e-9 respond at 1e-16; an absolute
+    floor of 1e-12 left their atoms unscaled and never active); zero responses keep factor 1.
+    """
+    tiny = np.finfo(np.float32).tiny
     level = np.quantile(responses, 1.0 - active_fraction, axis=0)
     fallback = np.abs(responses).max(axis=0)
-    level = np.where(level > 1e-12, level, np.where(fallback > 1e-12, fallback, 1.0))
+    level = np.where(level > tiny, level, np.where(fallback > tiny, fallback, 1.0))
     return (1.0 / level).astype(np.float32)

@@ -8,6 +8,7 @@ DCA buys.
 
 from __future__ import annotations
 
+import math
 import time
 
 import numpy as np
@@ -133,7 +134,7 @@ class SGDSoftThresholdClassifier(SoftThresholdBase):
         m = Z.shape[0]
         batches = minibatch_indices(m, min(int(self.batch_size), m), n_iter,
                                     torch.Generator().manual_seed(seed), Z.device)
-        checkpoint = max(1, n_iter // _CHECKPOINTS)
+        checkpoint = math.ceil(n_iter / _CHECKPOINTS)  # at most _CHECKPOINTS records, as the bar shows
         history, start = [], time.perf_counter()
         for t, rows in enumerate(batches, start=1):
             loss = objective.hinge_losses(Z[rows], targets[:, rows], U, v, groups, self.beta).mean(1)

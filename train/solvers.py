@@ -199,12 +199,17 @@ class InnerSolver:
         return torch.randperm(m, generator=generator)[:_EVAL_ROWS].to(problem.data.X.device)
 
     def _step_scale(self, U0: Tensor, v0: Tensor) -> tuple[Tensor, Tensor]:
-        """Per-head multipliers of the base step for ``U`` and ``v`` (1 for subgradient)."""
+        """Per-head multipliers of the base step for ``U`` and ``v`` (1 for subgradient).
+
+        Floored at the smallest normal number only: raw rows of 1e13 start with atoms of 1e-15,
+        which a floor of 1e-12 gave steps 1000x their size (no step improved, no training).
+        """
         if self.method == "subgradient":
             ones = torch.ones(U0.shape[0], dtype=U0.dtype, device=U0.device)
             return ones, ones
-        rms_U = U0.pow(2).mean(dim=(1, 2)).sqrt().clamp_min(1e-12)
-        rms_v = v0.pow(2).mean(dim=1).sqrt().clamp_min(1e-12)
+        tiny = torch.finfo(U0.dtype).tiny
+        rms_U = U0.pow(2).mean(dim=(1, 2)).sqrt().clamp_min(tiny)
+        rms_v = v0.pow(2).mean(dim=1).sqrt().clamp_min(tiny)
         return rms_U, rms_v
 
     def _values(self, runs: dict[float, _Run], grid: list[float], problem: SubProblem,

@@ -16,11 +16,11 @@ from sklearn.base import BaseEstimator, ClassifierMixin, TransformerMixin
 from sklearn.decomposition import sparse_encode
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.model_selection import StratifiedKFold, cross_val_score
-from sklearn.utils.validation import check_is_fitted, check_random_state, validate_data
+from sklearn.utils.validation import check_is_fitted, check_random_state
 
 from lastedge.runtime import Preprocess
 
-from .base import validate_fit_data
+from .base import validate_fit_data, validate_predict_data
 from .baselines import C_GRID, best_cross_validated, l1_dictionary, linear_svm, unit_norm
 from .params import check_n_atoms_and_preprocess, check_number
 
@@ -88,7 +88,7 @@ class SparseCodingSVM(ClassifierMixin, TransformerMixin, BaseEstimator):
     def transform(self, X) -> np.ndarray:
         """Lasso codes ``argmin_a 0.5 * ||z - D a||^2 + l1_penalty * ||a||_1``, [n, n_atoms]."""
         check_is_fitted(self, "svm_")
-        X = validate_data(self, X, reset=False, dtype=[np.float64, np.float32])
+        X = validate_predict_data(self, X)
         return self._encode(self.preprocess_.apply(X).astype(np.float64))
 
     def decision_function(self, X) -> np.ndarray:
