@@ -72,7 +72,7 @@ def load_dataset(source: str, *, label_column: str | int = -1, test_size: float 
         return _load_folder(path, test_size, random_state, image_size)
     if not path.is_file():
         raise ValueError(f"data source {source!r} is neither 'digits' nor an existing file or folder")
-    suffix = path.suffix.lower()
+    suffix = path.suffix.lower() or path.name.lower()  # Path(".csv").suffix is ""
     if suffix == ".npz":
         return _load_npz(path)
     if suffix == ".csv":
@@ -95,20 +95,29 @@ def _load_folder(folder: Path, test_size: float, random_state: int,
         if image_size is not None:
             raise ValueError(f"{folder} holds IDX files; an image size applies to image folders only")
         return _load_idx(folder, idx_files(folder))
-    parts = image_split(folder)
+    parts, name = image_split(folder), _folder_name(folder)
     if parts is None:
         X, names, shape = read_image_folder(folder, image_size)
-        return _split(X, label_array(names), folder.name, test_size, random_state, image_shape=shape)
+        return _split(X, label_array(names), name, test_size, random_state, image_shape=shape)
     X_train, train_names, shape = read_image_folder(parts["train"], image_size)
     if "test" not in parts:
-        return _split(X_train, label_array(train_names), folder.name, test_size, random_state,
+        return _split(X_train, label_array(train_names), name, test_size, random_state,
                       image_shape=shape)
     X_test, test_names, test_shape = read_image_folder(parts["test"], image_size)
     if test_shape != shape:
         raise ValueError(f"{folder}: test images have shape {test_shape}, training images {shape} "
                          "(height, width[, colour channels])")
     y = label_array(train_names + test_names)  # one rule for both parts' class names
-    return Dataset(X_train, y[:len(X_train)], X_test, y[len(X_train):], folder.name, image_shape=shape)
+    return Dataset(X_train, y[:len(X_train)], X_test, y[len(X_train):], name, image_shape=shape)
+
+
+def _folder_name(folder: Path) -> str:
+    """The name a data folder is known by (printed, and recorded as a model's source): its own
+    name, also when given as "." or ".." (whose ``Path.name`` is "" or ".."); "/" for the root."""
+    if folder.name not in ("", ".."):
+        return folder.name  # a symlink keeps the name the user gave it
+    resolved = folder.resolve()
+    return resolved.name or str(resolved)
 
 
 def _load_idx(folder: Path, found: dict[tuple[str, str], Path]) -> Dataset:
@@ -137,7 +146,7 @@ def _load_idx(folder: Path, found: dict[tuple[str, str], Path]) -> Dataset:
     X_train, y_train = parts["train"]
     X_test, y_test = parts.get("test", (np.empty((0, X_train.shape[1]), np.float32), np.empty(0, np.int64)))
     image_shape = shapes["train"] if len(shapes["train"]) >= 2 else None
-    return Dataset(X_train, y_train, X_test, y_test, folder.name, image_shape=image_shape)
+    return Dataset(X_train, y_train, X_test, y_test, _folder_name(folder), image_shape=image_shape)
 
 
 def _load_npz(path: Path) -> Dataset:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import errno
 import json
 import math
+import operator
 import os
 import tempfile
 import zipfile
@@ -120,15 +121,24 @@ def check_image_shape(image_shape: Any, n_features: int) -> tuple[int, ...]:
     """``image_shape`` as (H, W) (grey) or (H, W, 3) (colour, channels last) whose values number
     ``n_features``, or a ``ValueError`` saying what is wrong."""
     try:
-        shape = tuple(int(n) for n in image_shape)
-    except (TypeError, ValueError):
-        raise ValueError(f"image_shape must be (H, W) or (H, W, 3), got {image_shape!r}") from None
+        shape = tuple(_whole_size(n) for n in image_shape)
+    except TypeError:
+        raise ValueError(f"image_shape must be (H, W) or (H, W, 3) of integers, "
+                         f"got {image_shape!r}") from None
     if len(shape) not in (2, 3) or (len(shape) == 3 and shape[2] != 3) or min(shape) < 1:
         raise ValueError(f"image_shape must be (H, W) or (H, W, 3), got {image_shape!r}")
     if math.prod(shape) != n_features:
         raise ValueError(f"image_shape {shape} holds {math.prod(shape)} values, but the rows have "
                          f"{n_features} features")
     return shape
+
+
+def _whole_size(n: Any) -> int:
+    """``n`` as an image size: an integer (numpy's too), or a ``TypeError``; ``int()`` would read
+    8.7 as 8, True as 1 and each digit of the text "88" as a size."""
+    if isinstance(n, bool):  # numpy's bool is no index already
+        raise TypeError(f"{n!r} is no size")
+    return operator.index(n)
 
 
 def image_shape_of(value: Any, n_features: int) -> tuple[int, ...] | None:
@@ -297,8 +307,9 @@ class Model:
     def save(self, path: str | os.PathLike) -> Path:
         """Write the model to ``path`` atomically (temp file in the same folder, then rename)."""
         path = Path(path)
-        if path.suffix.lower() != ".npz":  # as check_output_path, which train runs before fitting
-            raise ValueError(f"model files end in .npz, got {path.name!r}")
+        _check_has_stem(path, (".npz",))  # as check_output_path, which train runs before fitting
+        if path.suffix.lower() != ".npz":
+            raise ValueError(f"model files end in .npz, got {path.name or str(path)!r}")
         write_atomically(path, lambda f: np.savez(f, **self.to_arrays()))
         return path
 
@@ -403,8 +414,9 @@ def check_output_path(path: str | os.PathLike, suffixes: str | tuple[str, ...], 
             raise ValueError(f"{what} {path} is the file {name} reads; writing it would destroy that "
                              "input: give another path")
     suffixes = (suffixes,) if isinstance(suffixes, str) else suffixes
+    _check_has_stem(path, suffixes)
     if path.suffix.lower() not in suffixes:
-        raise ValueError(f"{what} must be a {', '.join(suffixes)} file, got {path.name!r}")
+        raise ValueError(f"{what} must be a {', '.join(suffixes)} file, got {path.name or str(path)!r}")
     if not (path.parent if str(path.parent) else Path(".")).is_dir():
         raise ValueError(f"cannot write {path}: folder {path.parent} does not exist")
     if path.is_dir():
@@ -416,6 +428,14 @@ def check_output_path(path: str | os.PathLike, suffixes: str | tuple[str, ...], 
     except OSError as err:
         raise cannot_write(path, err) from None
     return path
+
+
+def _check_has_stem(path: Path, suffixes: tuple[str, ...]) -> None:
+    """Refuse a file name that is one of ``suffixes`` alone (".npz"): ``Path(".npz").suffix`` is
+    "", so a suffix check would refuse it as "got '.npz'", the very suffix it asks for."""
+    if path.name.startswith(".") and path.name.lower() in suffixes:  # not "." itself
+        raise ValueError(f"cannot write {path}: its name {path.name!r} is a suffix alone; "
+                         f"give the file a name before {path.name!r}")
 
 
 def cannot_write(path: Path, err: OSError) -> ValueError:

@@ -57,9 +57,9 @@ class Preprocess:
         if kind != "standardize":
             return cls(kind)
         X = np.asarray(X, dtype=np.float64)
-        scale = X.std(axis=0)
-        scale[scale < 1e-12] = 1.0  # constant features: leave them centred, unscaled
-        return cls(kind, X.mean(axis=0), scale)
+        mean, scale = X.mean(axis=0), X.std(axis=0)
+        scale[_unscalable(mean, scale, len(X))] = 1.0  # leave them centred, unscaled
+        return cls(kind, mean, scale)
 
     def apply(self, X: np.ndarray) -> np.ndarray:
         """Return the preprocessed float32 copy of a 2-D array ``X``.
@@ -76,8 +76,9 @@ class Preprocess:
             Z /= self.scale
             return Z
         Z = np.array(X, dtype=np.float32)
-        if self.kind == "center-l2":
-            Z -= np.add.reduce(Z, axis=1, keepdims=True) / np.float32(Z.shape[1])
+        if self.kind == "center-l2":  # a sum or difference beyond float32 leaves inf or NaN, whose
+            with np.errstate(over="ignore", invalid="ignore"):  # row is redone in float64 below
+                Z -= np.add.reduce(Z, axis=1, keepdims=True) / np.float32(Z.shape[1])
         norms = np.sqrt(np.einsum("ij,ij->i", Z, Z))
         if len(norms) and not (_SAFE_NORMS[0] < norms.min() and norms.max() < _SAFE_NORMS[1]):
             unsafe = ~((norms > _SAFE_NORMS[0]) & (norms < _SAFE_NORMS[1]))  # NaN: centring overflowed
@@ -106,6 +107,16 @@ class Preprocess:
     def describe(self) -> dict[str, Any]:
         """The JSON-serialisable part (kind only; statistics travel as arrays)."""
         return {"kind": self.kind}
+
+
+def _unscalable(mean: np.ndarray, scale: np.ndarray, n_rows: int) -> np.ndarray:
+    """Which features ``"standardize"`` leaves unscaled: constant ones, whose computed spread is
+    zero or no more than the rounding of a float64 mean of ``n_rows`` equal values (about
+    ``n_rows * eps / 2`` of the mean: 1.6e-8 for 1000 rows of 1e6 + 0.1, which dividing by would
+    turn into -2e7), and spreads below float32's smallest normal number, too small for the model's
+    float32 scale. Relative to the mean, so a feature of tiny but real spread (1e-20) is scaled."""
+    rounding = n_rows * np.finfo(np.float64).eps * np.abs(mean)
+    return (scale <= rounding) | (scale < np.finfo(np.float32).tiny)
 
 
 def _real_float32(values: Any, name: str) -> np.ndarray:

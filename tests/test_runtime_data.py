@@ -233,3 +233,15 @@ def test_npy_named_npz_is_refused(tmp_path):
         np.save(f, np.zeros(3))
     with pytest.raises(ValueError, match="single .npy array"):
         load_dataset(str(tmp_path / "a.npz"))
+
+
+def test_files_named_only_by_their_suffix_are_read_as_that_kind(tmp_path):
+    """Path(".csv").suffix is "": such a file was refused as "unsupported data file '.csv': use
+    .npz, .csv, ..." although it was one."""
+    write(tmp_path / ".csv", "1,2,0\n3,4,1\n5,6,0\n7,8,1\n")
+    data = load_dataset(str(tmp_path / ".csv"))
+    assert len(data.X_train) + len(data.X_test) == 4 and data.name == ".csv"
+    np.savez(tmp_path / ".npz", X_train=np.ones((2, 3)), y_train=np.arange(2))
+    assert load_dataset(str(tmp_path / ".npz")).X_train.shape == (2, 3)
+    with pytest.raises(ValueError, match=r"unsupported data file '\.json'"):
+        load_dataset(str(write(tmp_path / ".json", "{}")))

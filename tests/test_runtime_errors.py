@@ -539,3 +539,100 @@ def test_saving_over_a_folder_is_refused_and_leaves_nothing_behind(tmp_path):
     with pytest.raises(ValueError, match="cannot write .*m.npz: it is a folder"):
         prototype_model(X, y).save(tmp_path / "m.npz")
     assert [p.name for p in tmp_path.iterdir()] == ["m.npz"]
+
+
+@pytest.mark.parametrize("name", [".npz", ".NPZ"])
+def test_a_name_that_is_only_the_suffix_is_refused_before_training(tmp_path, capsys, monkeypatch, name):
+    """Path(".npz").suffix is "": save said "model files end in .npz, got '.npz'"; train now refuses
+    the name with the same message before it reads any data."""
+    from lastedge.cli import main
+
+    X, y = blobs()
+    message = f"cannot write {tmp_path / name}: its name {name!r} is a suffix alone; give the file a name"
+    with pytest.raises(ValueError, match=re.escape(message)):
+        prototype_model(X, y).save(tmp_path / name)
+
+    def never(*args, **kwargs):
+        raise AssertionError("the data was read before --out was checked")
+
+    monkeypatch.setattr("lastedge.runtime.data.load_dataset", never)
+    assert main(["train", "--data", "digits", "--atoms", "2", "--out", str(tmp_path / name)]) == 1
+    assert capsys.readouterr().err.splitlines() == [f"lastedge train: error: {message} before {name!r}"]
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_center_l2_of_rows_near_float32s_maximum_warns_nothing():
+    """The float32 row sum overflowed ("overflow encountered in reduce") before the row was redone,
+    rightly, in float64: the warning told of a problem there was none of."""
+    rows = np.float32([[3e38] * 20, [3e38] * 19 + [-3e38], [3e38, -3e38] * 10])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        Z = Preprocess("center-l2").apply(rows)
+    expected = rows.astype(np.float64) - rows.astype(np.float64).mean(axis=1, keepdims=True)
+    norms = np.linalg.norm(expected, axis=1, keepdims=True)
+    np.testing.assert_allclose(Z, expected / np.where(norms > 0, norms, 1.0), rtol=1e-6, atol=1e-7)
+
+
+def test_standardize_scales_features_of_tiny_spread():
+    """A spread below 1e-12 was taken for a constant feature and left unscaled (features ~1e-20,
+    every row scored as one class): "constant" is now relative to the feature's own size."""
+    X, y = blobs()
+    expected = prototype_model(X, y, preprocess="standardize").predict(X)
+    for scale in (1e-15, 1e-20, 1e-30):
+        tiny = X.astype(np.float64) * scale
+        np.testing.assert_allclose(Preprocess.fit("standardize", tiny).apply(tiny),
+                                   Preprocess.fit("standardize", X).apply(X), rtol=1e-5, atol=1e-5)
+        model = prototype_model(tiny, y, preprocess="standardize")
+        assert np.mean(model.predict(tiny) == expected) > 0.99
+
+
+@pytest.mark.parametrize("value, dtype", [(0.1, np.float64), (1e6 + 0.1, np.float64), (123456.789, np.float64),
+                                          (3e38, np.float64), (1e-30, np.float64), (0.1, np.float32),
+                                          (-7.5e12, np.float32), (0.0, np.float32)])
+def test_standardize_leaves_constant_features_unscaled_whatever_their_size(value, dtype):
+    """A float64 constant's computed spread is its mean's rounding, not zero: 1000 rows of 1e6 + 0.1
+    have 1.6e-8, which passed the old threshold of 1e-12 and turned the feature into -2e7."""
+    rng = np.random.default_rng(0)
+    for rows in (2, 7, 1000, 20000):
+        X = np.column_stack([rng.normal(size=rows), np.full(rows, value, dtype)]).astype(dtype)
+        step = Preprocess.fit("standardize", X)
+        assert step.scale[1] == 1.0 and step.scale[0] != 1.0
+        assert np.all(np.abs(step.apply(X)[:, 1]) <= max(abs(value), 1.0) * 1e-7)
+
+
+def test_standardize_statistics_of_ordinary_data_are_those_of_the_absolute_threshold():
+    """Digits (with all-zero pixel columns) and random data sets get bit-identical mean and scale
+    to the formula before the threshold became relative."""
+    from sklearn.datasets import load_digits
+
+    def absolute_threshold(X):
+        X = np.asarray(X, dtype=np.float64)
+        scale = X.std(axis=0)
+        scale[scale < 1e-12] = 1.0
+        return Preprocess("standardize", X.mean(axis=0), scale)
+
+    rng = np.random.default_rng(0)
+    data_sets = [load_digits().data, rng.normal(5, 3, (200, 10)).astype(np.float32),
+                 rng.integers(0, 255, (50, 30)).astype(np.uint8), rng.normal(0, 1, (30, 4)) * [1e-3, 1, 1e4, 1e9],
+                 np.column_stack([rng.random(40), np.zeros(40), np.ones(40), np.full(40, -3.25)])]
+    for X in data_sets:
+        step, before = Preprocess.fit("standardize", X), absolute_threshold(X)
+        assert step.mean.tobytes() == before.mean.tobytes() and step.scale.tobytes() == before.scale.tobytes()
+    assert np.sum(Preprocess.fit("standardize", data_sets[0]).scale == 1.0) == 3  # digits' blank columns
+
+
+@pytest.mark.parametrize("shape", [(8.7, 8), (8.0, 8), (True, 64), (np.True_, 64), "88", (8, "8"), 64, None])
+def test_image_sizes_that_are_no_integers_are_refused(shape):
+    """int() read (8.7, 8) as (8, 8), True as 1 and the text "88" as (8, 8)."""
+    from lastedge.runtime.model import check_image_shape
+
+    with pytest.raises(ValueError, match=r"image_shape must be \(H, W\) or \(H, W, 3\) of integers, got "):
+        check_image_shape(shape, 64)
+
+
+def test_numpy_integers_are_image_sizes():
+    from lastedge.runtime.model import check_image_shape
+
+    for shape in (np.array([8, 8]), (np.int64(8), np.uint8(8)), [8, 8]):
+        assert check_image_shape(shape, 64) == (8, 8) and type(check_image_shape(shape, 64)[0]) is int
+    assert check_image_shape((np.int32(4), 4, np.int16(3)), 48) == (4, 4, 3)

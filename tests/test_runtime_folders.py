@@ -466,3 +466,19 @@ def test_colour_images_meet_a_grey_model_as_their_luma(tmp_path, capsys):
     assert main(["predict", str(tmp_path / "m.npz"), "--data", str(tmp_path / "colour"), "--json"]) == 0
     luma = np.stack([np.asarray(Image.fromarray(image).convert("L"), np.float32).ravel() for image in rgb])
     assert json.loads(capsys.readouterr().out)["predictions"] == model.predict(luma).tolist()
+
+
+def test_a_folder_given_as_dot_or_dot_dot_is_named_by_the_folder_it_is(tmp_path, capsys, monkeypatch):
+    """Path(".").name is "": `train --data .` printed and recorded an empty source name."""
+    images, labels = digits_images()
+    (tmp_path / "mnist_like" / "sub").mkdir(parents=True)
+    mnist_like_folder(tmp_path / "mnist_like")
+    image_folder(tmp_path / "pngs", images[:40], labels[:40] % 2)
+    monkeypatch.chdir(tmp_path / "mnist_like")
+    assert load_dataset(".").name == "mnist_like" and load_dataset("sub/..").name == "mnist_like"
+    monkeypatch.chdir(tmp_path / "pngs")
+    assert load_dataset(".").name == "pngs" and load_dataset("0/..").name == "pngs"
+    assert main(["train", "--data", ".", "--atoms", "2", "--max-dca-iter", "1", "--out",
+                 str(tmp_path / "m.npz"), "--quiet", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["data"]["source"] == "pngs"
+    assert Model.load(tmp_path / "m.npz").meta["data"]["source"] == "pngs"
