@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import json
 import os
 from pathlib import Path
 from typing import Any
@@ -85,6 +84,7 @@ def _export_checked(args: argparse.Namespace, model: Any, rows: Any, out: Path) 
 
 def run_export(args: argparse.Namespace) -> int:
     """``lastedge export``: write the file, prove its parity, describe it, print the figures."""
+    from lastedge.cli import json_text
     from lastedge.runtime import Model, check_output_path
 
     from . import describe
@@ -101,7 +101,7 @@ def run_export(args: argparse.Namespace) -> int:
     parity.pop("per_backend")
     info = describe(out)
     if args.json:
-        print(json.dumps({"file": info, "parity": parity, "check_rows": rows.source}, indent=2))
+        print(json_text({"file": info, "parity": parity, "check_rows": rows.source}))
         return 0
     print("\n".join(summary_lines(info)))
     if args.format == "onnx":

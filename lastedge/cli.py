@@ -9,10 +9,12 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import json
+import math
 import os
 import sys
 import zipfile
-from typing import NoReturn, Sequence
+from typing import Any, NoReturn, Sequence
 
 from lastedge import __version__
 
@@ -74,6 +76,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def _run(argv: Sequence[str] | None) -> int:
     """Parse ``argv`` and run its command, reporting a user's error in one line."""
+    _escape_unprintable_output()
     parser = build_parser()
     args, unknown = parser.parse_known_args(argv)
     if unknown:
@@ -95,6 +98,15 @@ def _run(argv: Sequence[str] | None) -> int:
         return 1
 
 
+def _escape_unprintable_output() -> None:
+    """Print what stdout cannot encode as backslash escapes, as stderr does, rather than fail on
+    it after the work is done: a file name with bytes that are not UTF-8 (an image's, in
+    ``predict``) or a label outside the terminal's encoding."""
+    reconfigure = getattr(sys.stdout, "reconfigure", None)  # absent on a StringIO, None when closed
+    if reconfigure is not None:
+        reconfigure(errors="backslashreplace")
+
+
 def _one_line(err: BaseException) -> str:
     """The first line of ``err``; a missing third-party module names the extra to install, and an
     error of the operating system names the path it concerns rather than its errno."""
@@ -106,6 +118,24 @@ def _one_line(err: BaseException) -> str:
     if isinstance(err, OSError) and err.filename and err.strerror:
         return f"cannot open {err.filename}: {err.strerror[0].lower()}{err.strerror[1:]}"
     return str(err).splitlines()[0] if str(err) else type(err).__name__
+
+
+def json_text(value: Any) -> str:
+    """``value`` as indented JSON, every NaN or infinity written as null: ``json.dumps`` would
+    write them as ``NaN``/``Infinity``, which JSON readers refuse (a model's metadata, an
+    objective that overflowed, a parity error may hold one)."""
+    return json.dumps(_finite(value), indent=2)
+
+
+def _finite(value: Any) -> Any:
+    """``value`` with every float that is not finite replaced by None, in nested dicts and lists."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if isinstance(value, dict):
+        return {key: _finite(item) for key, item in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_finite(item) for item in value]
+    return value
 
 
 if __name__ == "__main__":  # pragma: no cover

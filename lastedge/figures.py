@@ -12,6 +12,7 @@ from __future__ import annotations
 import io
 import math
 import os
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -20,6 +21,8 @@ import numpy as np
 from lastedge.runtime.model import Model, check_output_path, write_atomically
 
 if TYPE_CHECKING:
+    from matplotlib.axes import Axes
+    from matplotlib.collections import PathCollection
     from matplotlib.figure import Figure
 
 DPI = 120
@@ -31,16 +34,19 @@ MIN_ATOMS_WIDTH = 4.0  # inches: room for the titles above a single column of at
 ATOM_CELL = (1.1, 1.25)
 ATOM_SIZE, ATOM_MARGIN, ATOM_CAPTION = 0.9, 0.1, 0.3
 BLOCK_TITLE, FIGURE_TITLE = 0.35, 0.5
+CAPTION_POINTS = 7
+ATOM_BOX_PIXELS = 32  # an atom's box in its block's mosaic: at least this many pixels a side
 
 
-def new_figure(size: tuple[float, float]) -> Figure:
-    """A figure on the Agg canvas with constrained layout."""
+def new_figure(size: tuple[float, float], layout: str = "constrained") -> Figure:
+    """A figure on the Agg canvas with constrained layout, or none (``layout="none"``) for one
+    placed by hand: a layout engine, even one switched off later, makes ``savefig`` draw twice."""
     try:
         from matplotlib.backends.backend_agg import FigureCanvasAgg
         from matplotlib.figure import Figure
     except ImportError:
         raise ImportError("figures need matplotlib: pip install 'lastedge[plot]'") from None
-    fig = Figure(figsize=size, layout="constrained")
+    fig = Figure(figsize=size, layout=layout)
     FigureCanvasAgg(fig)
     return fig
 
@@ -98,28 +104,103 @@ def atoms_as_images(dictionaries: dict[str, np.ndarray], image_shape: tuple[int,
     grid_rows = [-(-len(images) // columns) for images in shown.values()]
     width = max(MIN_ATOMS_WIDTH, ATOM_CELL[0] * columns + 0.4)
     height = sum(ATOM_CELL[1] * r + BLOCK_TITLE for r in grid_rows) + FIGURE_TITLE
-    fig = new_figure((width, height))
-    fig.set_layout_engine("none")  # placed by hand: constrained layout took 90 s for 62 classes
+    fig = new_figure((width, height), layout="none")  # placed by hand: constrained layout took 90 s for 62 classes
     left, top = (width - ATOM_CELL[0] * columns) / 2, height - FIGURE_TITLE  # inches
     for n_rows, (label, images) in zip(grid_rows, shown.items()):
         n_atoms = np.shape(dictionaries[label])[1]
         more = f" (first {len(images)} of {n_atoms} atoms)" if len(images) < n_atoms else ""
         fig.text(0.5, (top - BLOCK_TITLE / 2) / height, label + more, fontsize=10, ha="center", va="center")
-        captions = atom_titles.get(label)
-        for j, image in enumerate(images):
-            row, column = divmod(j, columns)
-            bottom = top - BLOCK_TITLE - (row + 1) * ATOM_CELL[1] + ATOM_CAPTION
-            ax = fig.add_axes(((left + column * ATOM_CELL[0] + ATOM_MARGIN) / width, bottom / height,
-                               ATOM_SIZE / width, ATOM_SIZE / height))
-            ax.set_xticks([])
-            ax.set_yticks([])
-            ax.imshow(image, cmap="gray" if image.ndim == 2 else None, vmin=0.0, vmax=1.0,
-                      interpolation="nearest")
-            if captions is not None:
-                ax.set_xlabel(captions[j], fontsize=7, labelpad=1)
-        top -= BLOCK_TITLE + n_rows * ATOM_CELL[1]
+        block_top = top - BLOCK_TITLE
+        ax = fig.add_axes((left / width, (block_top - n_rows * ATOM_CELL[1]) / height,
+                           columns * ATOM_CELL[0] / width, n_rows * ATOM_CELL[1] / height))
+        _draw_block(ax, images, columns, atom_titles.get(label))
+        top = block_top - n_rows * ATOM_CELL[1]
     fig.suptitle(title, y=1 - FIGURE_TITLE / 2 / height, va="center")
     return save_figure(fig, path)
+
+
+def _draw_block(ax: Axes, images: list[np.ndarray], columns: int, captions: list[str] | None) -> None:
+    """One label's atoms on ``ax``, which spans their grid of cells: the images as one mosaic, each
+    framed, with its caption under it. Three artists whatever the count: an Axes per atom took
+    11 ms of CPU each (10 classes of 1,000 atoms: 128 s, now 15 s, most of it the 206-megapixel page)."""
+    from matplotlib.collections import PolyCollection
+
+    grid = _CellGrid.of(images[0].shape, columns)
+    mosaic = grid.mosaic(images)
+    ax.imshow(mosaic, interpolation="nearest", aspect="auto", extent=(0, mosaic.shape[1], mosaic.shape[0], 0))
+    ax.set_axis_off()
+    corners = [grid.image_corners(j) for j in range(len(images))]
+    ax.add_collection(PolyCollection([[(x0, y0), (x1, y0), (x1, y1), (x0, y1)] for x0, y0, x1, y1 in corners],
+                                     facecolors="none", edgecolors="black", linewidths=0.8))
+    if captions:
+        ax.add_collection(_captions(ax, captions[:len(images)], [((x0 + x1) / 2, y1) for x0, _, x1, y1 in corners]))
+
+
+def _captions(ax: Axes, captions: list[str], anchors: list[tuple[float, float]]) -> PathCollection:
+    """``captions`` as one artist, each centred 1 point under its anchor (data coordinates): the
+    outline of each distinct text is laid out once (a Text per atom cost 2 ms to draw). Blank
+    captions draw nothing (an outline of no glyph is no path at all)."""
+    from matplotlib.collections import PathCollection
+    from matplotlib.path import Path as Outline
+    from matplotlib.textpath import TextPath
+    from matplotlib.transforms import Affine2D
+
+    shown = [(text, anchor) for text, anchor in zip(captions, anchors) if text.strip()]
+    outlines = {}
+    for text in {text for text, _ in shown}:  # in points, moved so that (0, 0) is the middle of its top
+        outline = TextPath((0, 0), text, size=CAPTION_POINTS)
+        box = outline.get_extents()
+        outlines[text] = Outline(outline.vertices - ((box.x0 + box.x1) / 2, box.y1 + 1), outline.codes)
+    points = Affine2D().scale(1 / 72) + ax.figure.dpi_scale_trans
+    return PathCollection([outlines[text] for text, _ in shown], offsets=[anchor for _, anchor in shown] or None,
+                          offset_transform=ax.transData, transform=points, facecolors="black", edgecolors="none")
+
+
+@dataclass(frozen=True)
+class _CellGrid:
+    """Where atoms go in a block's mosaic, in its pixels: ``columns`` cells of the inch grid
+    (``ATOM_CELL``) a row, each atom enlarged ``zoom`` times and centred in a square box of
+    ``ATOM_SIZE`` inches, ``ATOM_MARGIN`` from its cell's left and ``ATOM_CAPTION`` above its bottom."""
+
+    shape: tuple[int, ...]  # an atom's image: (H, W) or (H, W, 3)
+    columns: int
+    zoom: int
+    per_inch: float
+
+    @classmethod
+    def of(cls, shape: tuple[int, ...], columns: int) -> "_CellGrid":
+        """The grid whose boxes are at least ``ATOM_BOX_PIXELS`` wide, atoms enlarged a whole
+        number of times (each of an atom's pixels the same size on the page)."""
+        zoom = -(-ATOM_BOX_PIXELS // max(shape[:2]))
+        return cls(tuple(shape), columns, zoom, zoom * max(shape[:2]) / ATOM_SIZE)
+
+    @property
+    def cell(self) -> tuple[int, int]:
+        """(height, width) of a cell."""
+        return round(ATOM_CELL[1] * self.per_inch), round(ATOM_CELL[0] * self.per_inch)
+
+    def image_corners(self, j: int) -> tuple[int, int, int, int]:
+        """(left, top, right, bottom) of atom ``j``'s image."""
+        (cell_h, cell_w), box = self.cell, round(ATOM_SIZE * self.per_inch)
+        h, w = self.zoom * self.shape[0], self.zoom * self.shape[1]
+        row, column = divmod(j, self.columns)
+        left = column * cell_w + round(ATOM_MARGIN * self.per_inch) + (box - w) // 2
+        top = (row + 1) * cell_h - round(ATOM_CAPTION * self.per_inch) - box + (box - h) // 2
+        return left, top, left + w, top + h
+
+    def mosaic(self, images: list[np.ndarray]) -> np.ndarray:
+        """The images placed in their cells as one RGBA array of bytes, clear between them."""
+        (cell_h, cell_w), rows = self.cell, -(-len(images) // self.columns)
+        stack = np.stack(images)
+        if stack.ndim == 3:  # grayscale: the same value in R, G and B
+            stack = np.repeat(stack[..., None], 3, axis=3)
+        stack = np.round(255 * stack.repeat(self.zoom, axis=1).repeat(self.zoom, axis=2)).astype(np.uint8)
+        left, top, right, bottom = self.image_corners(0)
+        cells = np.zeros((rows * self.columns, cell_h, cell_w, 4), np.uint8)
+        cells[:len(images), top:bottom, left:right, :3] = stack
+        cells[:len(images), top:bottom, left:right, 3] = 255
+        return cells.reshape(rows, self.columns, cell_h, cell_w, 4).transpose(0, 2, 1, 3, 4).reshape(
+            rows * cell_h, self.columns * cell_w, 4)
 
 
 def _stored_shape(image_shape: tuple[int, ...], channels_first: bool) -> tuple[int, ...]:

@@ -9,8 +9,6 @@ export extra, what the installed interpreter reads from the file (classes, shape
 from __future__ import annotations
 
 import argparse
-import json
-import math
 from pathlib import Path
 from typing import Any, Iterable
 
@@ -41,13 +39,18 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 def run_inspect(args: argparse.Namespace) -> int:
     """``lastedge inspect``: describe FILE as text or JSON."""
+    from lastedge.cli import json_text
     from lastedge.runtime.files import sniff
 
     path = Path(args.file)
-    if not path.is_file():
+    if not path.exists():
         raise FileNotFoundError(f"no such file: {path}")
+    if not path.is_file():  # it said "no such file" of a folder; a FIFO would block the read
+        raise ValueError(f"{path} is {'a folder' if path.is_dir() else 'a special file'}, not a model file")
     if args.atoms is None and (args.image_shape is not None or args.per_class != ATOMS_PER_CLASS):
         raise ValueError("--image-shape and --per-class apply to --atoms only")
+    if args.per_class < 1:  # it said "atoms per output must be >= 1", the figure's words
+        raise ValueError(f"--per-class must be >= 1, got {args.per_class}")
     if sniff(path) == "npz":
         info = model_info(path)
         if args.atoms is not None:
@@ -57,7 +60,7 @@ def run_inspect(args: argparse.Namespace) -> int:
         raise ValueError(f"--atoms draws a trained .npz model's dictionary; {path.name} is an exported file")
     else:
         info, lines = _exported_info(path)
-    print(json.dumps(_json_ready(info), indent=2) if args.json else "\n".join(lines))
+    print(json_text(info) if args.json else "\n".join(lines))
     return 0
 
 
@@ -178,18 +181,6 @@ def _percent(value: Any, digits: int = 2) -> str:
 def _is_number(value: Any) -> bool:
     """True for an int or float read from metadata JSON (not a bool, which JSON keeps apart)."""
     return isinstance(value, (int, float)) and not isinstance(value, bool)
-
-
-def _json_ready(value: Any) -> Any:
-    """``value`` with every NaN or infinity replaced by None: ``json.dumps`` would write them as
-    ``NaN``/``Infinity``, which JSON readers refuse (a model's metadata may hold one)."""
-    if isinstance(value, float) and not math.isfinite(value):
-        return None
-    if isinstance(value, dict):
-        return {key: _json_ready(item) for key, item in value.items()}
-    if isinstance(value, list):
-        return [_json_ready(item) for item in value]
-    return value
 
 
 def _classes_shown(classes: list) -> str:

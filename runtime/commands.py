@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from pathlib import Path
 from typing import Any
@@ -90,6 +89,8 @@ def _register_bench(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run_bench(args: argparse.Namespace) -> int:
+    from lastedge.cli import json_text
+
     from .bench import bench, format_table
 
     if args.plot is not None:  # checked before measuring, which can take minutes
@@ -98,7 +99,7 @@ def run_bench(args: argparse.Namespace) -> int:
         check_figure_path(args.plot)
     rows = bench(args.files, batch_sizes=args.batch, runs=args.runs, seconds=args.seconds,
                  warmup=args.warmup, threads=args.threads, backend=args.backend, cpus=args.cpus)
-    print(json.dumps(rows, indent=2) if args.json else format_table(rows))
+    print(json_text(rows) if args.json else format_table(rows))
     if args.plot is not None:
         from lastedge.figures import latency_chart
 
@@ -122,6 +123,9 @@ def _cpu_list(text: str) -> list[int]:
         for part in text.split(","):
             first, _, last = part.partition("-")
             cores = range(int(first), int(last or first) + 1)
+            if not cores:  # was pinned to no core at all: "cannot pin to cpus []"
+                raise argparse.ArgumentTypeError(f"{part} names no core: give the lower core first, "
+                                                 f"e.g. {last}-{first}")
             if len(cores) > MAX_CPUS:
                 raise argparse.ArgumentTypeError(f"{part} names more than {MAX_CPUS} cores")
             cpus += cores
@@ -135,6 +139,8 @@ MAX_CPUS = 4096  # Linux's largest CPU count; a longer range is a typo
 
 def run_predict(args: argparse.Namespace) -> int:
     """``lastedge predict``: classify rows, print accuracy (with labels) and predictions."""
+    from lastedge.cli import json_text
+
     from .loading import load
     from .model import check_output_path, labels_from_scores
 
@@ -170,7 +176,7 @@ def run_predict(args: argparse.Namespace) -> int:
         title = f"{Path(args.model).name} on {source}: accuracy {result['accuracy']:.2%}"
         result["figure"] = str(confusion_chart(matrix, names, args.plot, title))
     if args.json:
-        print(json.dumps(result, indent=2))
+        print(json_text(result))
         return 0
     if y is not None:
         print(f"accuracy {result['accuracy']:.2%} on {len(labels)} rows ({source})")
@@ -239,7 +245,8 @@ def _write_predictions(path: Path, classes: np.ndarray, labels: np.ndarray, scor
     writer.writerow([*([] if files is None else ["file"]), "prediction", *names])
     writer.writerows([*row_name, label, *(f"{v:.6g}" for v in np.atleast_1d(row))]
                      for row_name, label, row in zip(row_names, labels.tolist(), scores))
-    write_atomically(path, lambda f: f.write(text.getvalue().encode("utf-8")))
+    # an image's name keeps its bytes, UTF-8 or not (the file system's own encoding of names)
+    write_atomically(path, lambda f: f.write(text.getvalue().encode("utf-8", "surrogateescape")))
 
 
 def _image_size_of(args: argparse.Namespace, predictor: Any) -> tuple[int, int] | None:
@@ -261,6 +268,9 @@ def _predict_rows(args: argparse.Namespace, n_features: int, image_size: tuple[i
     if is_csv and args.image_size is not None:
         raise ValueError("an image size (--image-size) applies to images, not to CSV rows")
     if args.data == "-":
+        reconfigure = getattr(sys.stdin, "reconfigure", None)  # absent on a StringIO
+        if reconfigure is not None:  # UTF-8 as CSV files: a C locale let Latin-1 "café" in as "caf\udce9"
+            reconfigure(encoding="utf-8", errors="strict")
         X, y = load_csv(sys.stdin, None if args.no_labels else args.label_column)
         return X, y, "CSV rows from stdin", None
     if is_csv:

@@ -568,3 +568,62 @@ def test_inspect_help_says_atoms_default_to_the_recorded_image_shape(capsys, tin
         main(["inspect", "--help"])
     help_text = " ".join(capsys.readouterr().out.split())
     assert "default: the training images' shape, which the model records, else square grayscale" in help_text
+
+
+@pytest.mark.parametrize("target, message", [("{d}", "is a folder, not a model file"),
+                                              ("/dev/null", "/dev/null is a special file, not a model file")],
+                         ids=["folder", "device"])
+def test_inspect_says_what_a_path_that_is_no_file_is(capsys, tmp_path, target, message):
+    """Both said "no such file"; a FIFO would have blocked the read."""
+    code, _, err = run(capsys, "inspect", target.format(d=tmp_path))
+    assert code == 1 and len(err.splitlines()) == 1 and message in err
+
+
+def test_per_class_below_one_is_named_by_its_option(capsys, tmp_path, tiny_model_file):
+    code, _, err = run(capsys, "inspect", tiny_model_file, "--atoms", tmp_path / "a.png", "--per-class", "0")
+    assert code == 1 and err == "lastedge inspect: error: --per-class must be >= 1, got 0\n"  # was "atoms per output"
+
+
+def test_predict_names_images_whose_file_names_are_not_utf8(tmp_path, tiny_model_file, monkeypatch):
+    """The CSV failed ("surrogates not allowed") and so did the text output on a strict UTF-8
+    terminal, after the work was done."""
+    import os
+
+    from PIL import Image
+
+    folder = tmp_path / "images"
+    folder.mkdir()
+    pixels = (np.arange(64).reshape(8, 8) * 4).astype(np.uint8)
+    for name in (b"bad\xff.png", b"ok.png"):
+        Image.fromarray(pixels).save(os.fsencode(folder) + b"/" + name)
+    terminal = io.TextIOWrapper(io.BytesIO(), encoding="utf-8", errors="strict")
+    monkeypatch.setattr(sys, "stdout", terminal)
+    code = main(["predict", str(tiny_model_file), "--data", str(folder), "--image-size", "8x8",
+                 "--out", str(tmp_path / "p.csv")])
+    terminal.flush()
+    assert code == 0
+    assert b"bad\\udcff.png=" in terminal.buffer.getvalue()
+    lines = (tmp_path / "p.csv").read_bytes().splitlines()
+    assert sorted(line.split(b",")[0] for line in lines[1:]) == [b"bad\xff.png", b"ok.png"]  # the name's own bytes
+
+
+def test_csv_rows_from_stdin_are_utf8_as_files_are(capsys, tiny_model_file, monkeypatch):
+    """A C locale decodes stdin leniently: Latin-1 "café" became the label "caf\\udce9" and a bad
+    byte in a number was "not a number"; a file with the same bytes is refused as not UTF-8."""
+    rows = ",".join(["0"] * 64).encode() + b",caf\xe9\n"
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(rows), encoding="utf-8", errors="surrogateescape"))
+    code, out, err = run(capsys, "predict", tiny_model_file, "--data", "-")
+    assert code == 1 and out == ""
+    assert "is not a readable CSV text file ('utf-8' codec can't decode byte 0xe9" in err and len(err.splitlines()) == 1
+
+
+def test_json_text_writes_every_non_finite_number_as_null():
+    """``json.dumps`` writes NaN and infinity as ``NaN``/``Infinity``, which JSON readers refuse;
+    every command's --json goes through json_text."""
+    import json
+
+    from lastedge.cli import json_text
+
+    value = {"a": float("nan"), "b": [1.5, float("inf"), {"c": -float("inf")}], "d": (2, "x"), "e": True}
+    assert json.loads(json_text(value), parse_constant=pytest.fail) == {
+        "a": None, "b": [1.5, None, {"c": None}], "d": [2, "x"], "e": True}

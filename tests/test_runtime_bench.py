@@ -193,3 +193,12 @@ def test_bench_feeds_given_rows(paths):
     assert row["batches"][0]["count"] == 2
     with pytest.raises(ValueError, match="X must be non-empty"):
         bench([paths["m.npz"]], runs=2, X=np.ones((2, 3)))
+
+
+@pytest.mark.parametrize("cpus, part", [("1-0", "1-0"), ("0,3-1", "3-1")])
+def test_cli_a_reversed_core_range_is_a_usage_error(paths, capsys, cpus, part):
+    """It pinned to no core at all and said "cannot pin to cpus []: [Errno 22] Invalid argument"."""
+    with pytest.raises(SystemExit) as exit_:
+        main(["bench", str(paths["m.npz"]), "--runs", "2", "--cpus", cpus])
+    assert exit_.value.code == 2
+    assert f"argument --cpus: {part} names no core: give the lower core first" in capsys.readouterr().err

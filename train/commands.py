@@ -5,7 +5,6 @@ from __future__ import annotations
 import argparse
 import contextlib
 import dataclasses
-import json
 import sys
 import warnings
 from pathlib import Path
@@ -111,6 +110,7 @@ def run_train(args: argparse.Namespace) -> int:
     """``lastedge train``: fit, report, save."""
     from sklearn.exceptions import ConvergenceWarning
 
+    from lastedge.cli import json_text
     from lastedge.figures import check_figure_path
     from lastedge.inspect_cmd import field_lines
     from lastedge.runtime import check_output_path
@@ -155,7 +155,7 @@ def run_train(args: argparse.Namespace) -> int:
     if figure is not None:
         summary["figure"] = str(plot_training_curve(estimator, figure))
     if args.json:
-        print(json.dumps(summary, indent=2))
+        print(json_text(summary))
     else:
         print("\n".join(field_lines(_summary_fields(summary))))
     return 0
