@@ -19,9 +19,9 @@ from pathlib import Path
 
 import numpy as np
 
+from arguments import positive_int
 from lastedge.runtime.data import load_dataset
-
-DEFAULT_DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
+from paper_data import DEFAULT_DATA, check_data
 
 
 def write_idx(path: Path, array: np.ndarray, gz: bool) -> None:
@@ -52,9 +52,10 @@ def write_sources(mnist: dict[str, np.ndarray], folder: Path, n_images: int) -> 
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--data", type=Path, default=DEFAULT_DATA, help="folder holding mnist.npz")
-    p.add_argument("--images", type=int, default=10000, help="test images written as PNG files")
-    p.add_argument("--runs", type=int, default=3, help="timed reads per source (median shown)")
+    p.add_argument("--images", type=positive_int, default=10000, help="test images written as PNG files")
+    p.add_argument("--runs", type=positive_int, default=3, help="timed reads per source (median shown)")
     args = p.parse_args()
+    check_data(p, args.data, "mnist.npz")
     with np.load(args.data / "mnist.npz") as archive:
         mnist = {key: archive[key] for key in ("X_train", "y_train", "X_test", "y_test")}
     print("| source | rows | read s (median) | us per row |\n|---|---|---|---|")

@@ -21,8 +21,10 @@ from sklearn.datasets import load_digits
 from sklearn.linear_model import LogisticRegression
 from sklearn.model_selection import train_test_split
 
+from arguments import positive_int
 from lastedge.export import export_all
 from lastedge.runtime import Model, Preprocess
+from paper_data import DEFAULT_DATA, check_data
 
 ACTIVE = 0.05  # fraction of soft-threshold features active on training rows
 
@@ -64,13 +66,14 @@ def mnist(data: Path, n_train: int = 10000) -> tuple:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--data", type=Path, default=Path(__file__).resolve().parents[2] / "shared" / "data",
+    parser.add_argument("--data", type=Path, default=DEFAULT_DATA,
                         help="folder with mnist.npz (default: ../shared/data beside the repo)")
     parser.add_argument("--skip-mnist", action="store_true")
-    parser.add_argument("--calibration-rows", type=int, default=2000)
+    parser.add_argument("--calibration-rows", type=positive_int, default=2000)
     args = parser.parse_args()
     cases = {"digits": digits}
     if not args.skip_mnist:
+        check_data(parser, args.data, "mnist.npz")
         cases["mnist"] = lambda: mnist(args.data)
     header = (f"{'model':<8} {'format':<7} {'prec':<5} {'size KiB':>9} {'max err':>9} {'mean err':>9} "
               f"{'agree %':>8} {'acc %':>7} {'py acc %':>8} {'clipped % (in/feat/out)':>24} bounds")

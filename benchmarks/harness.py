@@ -31,12 +31,13 @@ from sklearn.svm import SVC, LinearSVC
 from threadpoolctl import threadpool_limits
 
 from lastedge.runtime import Preprocess
-from lastedge.runtime.model import write_atomically
+from lastedge.figures import check_figure_path
+from lastedge.runtime.model import check_output_path, write_atomically
 from lastedge.train import LASTClassifier, SGDSoftThresholdClassifier
 from lastedge.train.baselines import SoftThresholdEncoderSVM
 from lastedge.train.centroids import KMeansCentroidClassifier
 from lastedge.train.selection import choose_mu, holdout_split
-from lastedge.train.sgd import root_mean_square_norm
+from lastedge.train.sgd import DEFAULT_STEPS, root_mean_square_norm
 from lastedge.train.sparse_coding import SparseCodingSVM
 
 # The paper runs SGD for 250000 minibatch iterations; at ~2 ms an iteration on this 2-core machine
@@ -385,10 +386,12 @@ def markdown_table(rows: list[dict[str, Any]], columns: list[Column] = COLUMNS) 
 
 def notes(budget: Budget) -> str:
     """The caption every table needs: budgets, what the times include, how they were taken."""
+    trials = f"{len(DEFAULT_STEPS['sgd'])} step-size trials, {len(DEFAULT_STEPS['adam'])} with Adam"
     return (f"Notes: SGD runs {budget.sgd_iter} iterations (paper: 250000). Train time is one fit "
-            "and includes the method's own model selection (SGD: 4 step-size trials; SVMs and the k-means encoder: "
-            "3-fold CV). Predict: best of 5 calls on the whole test set, one BLAS thread. The linear SVM "
-            "fits an intercept; the k-means encoder's SVM fits none, like LAST (the model has no bias).")
+            f"and includes the method's own model selection (SGD: {trials}; SVMs, k-NN, the soft-threshold "
+            f"encoders and sparse coding: {CV_FOLDS}-fold CV). Predict: best of {PREDICT_REPEATS} calls on "
+            "the whole test set, one BLAS thread. The linear SVM fits an intercept; the k-means encoder's "
+            "SVM fits none, like LAST (the model has no bias).")
 
 
 def warning_lines(rows: list[dict[str, Any]]) -> list[str]:
@@ -430,8 +433,8 @@ def parser(description: str) -> argparse.ArgumentParser:
     p.add_argument("--quick", action="store_true",
                    help="tiny budgets to check the script runs (LAST: 2 DCA x 100 inner "
                         "iterations; SGD: 500)")
-    p.add_argument("--seed", type=int, default=0, help="random_state of every model (default 0)")
-    p.add_argument("--json", type=Path, default=None, metavar="PATH", help="also write the results here")
+    p.add_argument("--seed", type=seed, default=0, help="random_state of every model (default 0)")
+    p.add_argument("--json", type=output_file, default=None, metavar="PATH", help="also write the results here")
     return p
 
 
@@ -453,6 +456,35 @@ def _int_list(text: str) -> list[int]:
     if any(v < 1 for v in values):
         raise argparse.ArgumentTypeError(f"atom counts must be >= 1, got {text!r}")
     return values
+
+
+def seed(text: str) -> int:
+    """argparse type of ``--seed``: a ``random_state`` that numpy, scikit-learn and torch all take."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected an integer seed, got {text!r}") from None
+    if not 0 <= value < 2**32:
+        raise argparse.ArgumentTypeError(f"seeds must be in 0..2**32 - 1, got {value}")
+    return value
+
+
+def output_file(text: str) -> Path:
+    """argparse type of ``--json``: a path whose folder exists and takes new files, checked before
+    any fit so that a typo does not cost the run's results."""
+    try:
+        return check_output_path(text, Path(text).suffix.lower(), "--json")
+    except ValueError as error:
+        raise argparse.ArgumentTypeError(str(error)) from None
+
+
+def figure_file(text: str) -> Path:
+    """argparse type of ``--plot``: a .png, .pdf or .svg path that can be written, with matplotlib
+    installed, checked before any fit."""
+    try:
+        return check_figure_path(text)
+    except (ValueError, ImportError) as error:
+        raise argparse.ArgumentTypeError(str(error)) from None
 
 
 def _method_list(text: str) -> list[str]:

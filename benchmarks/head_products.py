@@ -20,6 +20,7 @@ import time
 from collections.abc import Callable
 
 import torch
+from arguments import positive_int
 from lastedge.train import objective
 from lastedge.train.objective import head_products, pull_back
 
@@ -36,15 +37,18 @@ SHAPES = [
 ]
 
 
-def milliseconds(work: Callable[[], torch.Tensor], repeats: int) -> float:
-    """Median wall time of ``work`` in ms (one warm-up call first)."""
-    work()
-    times = []
-    for _ in range(repeats):
-        start = time.perf_counter()
+def milliseconds(works: tuple[Callable[[], torch.Tensor], ...], repeats: int) -> list[float]:
+    """Median wall time in ms of each of ``works``, called in turn ``repeats`` times (after one
+    warm-up call each), so that all of them see the same machine load."""
+    times: list[list[float]] = [[] for _ in works]
+    for work in works:
         work()
-        times.append(time.perf_counter() - start)
-    return 1e3 * statistics.median(times)
+    for _ in range(repeats):
+        for work, spent in zip(works, times):
+            start = time.perf_counter()
+            work()
+            spent.append(time.perf_counter() - start)
+    return [1e3 * statistics.median(spent) for spent in times]
 
 
 def timings(X: torch.Tensor, U: torch.Tensor, R: torch.Tensor, repeats: int) -> list[str]:
@@ -52,14 +56,14 @@ def timings(X: torch.Tensor, U: torch.Tensor, R: torch.Tensor, repeats: int) -> 
     cells = []
     for batched, trainers in ((lambda: torch.matmul(X, U), lambda: head_products(X, U)),
                               (lambda: X.T @ R, lambda: pull_back(X, R))):
-        old, new = milliseconds(batched, repeats), milliseconds(trainers, repeats)
+        old, new = milliseconds((batched, trainers), repeats)
         cells += [f"{old:.2f}", f"{new:.2f}", f"{old / new:.1f}x"]
     return cells
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--repeats", type=int, default=7, help="timed calls per product (default 7)")
+    parser.add_argument("--repeats", type=positive_int, default=7, help="timed calls per product (default 7)")
     parser.add_argument("--threads", type=int, default=1, help="torch threads (default 1)")
     parser.add_argument("--one-product-always", action="store_true",
                         help="one product for every shape, also where the trainer uses the batched one")

@@ -21,6 +21,7 @@ from pathlib import Path
 
 import numpy as np
 
+from arguments import positive_int
 from lastedge.export import to_onnx, to_tflite
 from lastedge.runtime import Model, Preprocess, bench, format_table, load
 from lastedge.runtime.backends import NumpyPredictor
@@ -119,8 +120,8 @@ def run(name: str, model: Model, X: np.ndarray, folder: Path, runs_1: int, runs_
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--runs-1", type=int, default=2000, help="timed calls at batch 1")
-    parser.add_argument("--runs-10k", type=int, default=5, help="timed calls at batch 10000")
+    parser.add_argument("--runs-1", type=positive_int, default=2000, help="timed calls at batch 1")
+    parser.add_argument("--runs-10k", type=positive_int, default=5, help="timed calls at batch 10000")
     args = parser.parse_args()
     rng = np.random.default_rng(0)
     peaks = {t: sgemm_peak(t) for t in (1, 2)}

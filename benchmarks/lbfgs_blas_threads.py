@@ -20,7 +20,8 @@ import numpy as np
 from sklearn.datasets import load_digits
 from sklearn.model_selection import train_test_split
 
-from paper_data import DEFAULT_DATA, texture_task
+from arguments import positive_int
+from paper_data import DEFAULT_DATA, check_data, texture_task
 from lastedge.train import LASTClassifier
 from lastedge.train.curves import head_histories
 from lastedge.train.solvers import LBFGSSolver
@@ -54,12 +55,14 @@ def timed_fit(X: np.ndarray, y: np.ndarray, settings: dict, max_dca_iter: int, n
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--repeats", type=int, default=3, help="fits per setting (default 3)")
-    parser.add_argument("--max-dca-iter", type=int, default=3)
+    parser.add_argument("--repeats", type=positive_int, default=3, help="fits per setting (default 3)")
+    parser.add_argument("--max-dca-iter", type=positive_int, default=3)
     parser.add_argument("--n-jobs", type=int, default=1, help="torch threads (default 1)")
     parser.add_argument("--textures", action="store_true", help="also bark vs woodgrain (slower)")
     parser.add_argument("--data", default=str(DEFAULT_DATA))
     args = parser.parse_args()
+    if args.textures:
+        check_data(parser, args.data, "brodatz_usc_sipi.npz")
     default = LBFGSSolver.blas_threads
     print(f"{os.cpu_count()} CPUs; torch threads {args.n_jobs}; {args.max_dca_iter} DCA iterations per "
           f"fit, median of {args.repeats} fits, the two settings alternating\n")

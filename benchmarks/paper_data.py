@@ -5,6 +5,7 @@ Run by the benchmark scripts only; tests never need these files.
 
 from __future__ import annotations
 
+import argparse
 from pathlib import Path
 
 import numpy as np
@@ -14,6 +15,13 @@ TEXTURE_TASKS = {"bark-woodgrain": ("bark", "woodgrain"), "pigskin-pressedcl": (
 # Dark rows at the bottom of the USC-SIPI scans: 2 for every image, 26 for pigskin (SOURCES.md).
 _USABLE_ROWS = {"pigskin": 486}
 _DEFAULT_USABLE_ROWS = 510
+
+
+def check_data(parser: argparse.ArgumentParser, folder: Path, *names: str) -> None:
+    """Exit with a usage error naming the files of ``names`` that ``folder`` lacks, before any work."""
+    missing = [name for name in names if not (Path(folder) / name).is_file()]
+    if missing:
+        parser.error(f"no {', '.join(missing)} in {folder}; pass --data")
 
 
 def texture_patches(image: np.ndarray, n: int, size: int, rng: np.random.RandomState) -> np.ndarray:

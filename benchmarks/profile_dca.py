@@ -14,7 +14,8 @@ import time
 import numpy as np
 import torch
 
-from paper_data import DEFAULT_DATA, texture_task
+from arguments import positive_int
+from paper_data import DEFAULT_DATA, TEXTURE_TASKS, check_data, texture_task
 from lastedge.train import LASTClassifier
 from lastedge.train.subproblem import Data, SubProblem
 
@@ -50,11 +51,12 @@ def step_cost(Z: np.ndarray, n_atoms: int, repeats: int = 200) -> tuple[float, f
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--task", default="bark-woodgrain")
-    parser.add_argument("--n-atoms", type=int, default=50)
+    parser.add_argument("--task", default="bark-woodgrain", choices=sorted(TEXTURE_TASKS))
+    parser.add_argument("--n-atoms", type=positive_int, default=50)
     parser.add_argument("--inner-solver", default="auto", choices=["auto", "adam", "lbfgs", "subgradient"])
     parser.add_argument("--data", default=str(DEFAULT_DATA))
     args = parser.parse_args()
+    check_data(parser, args.data, "brodatz_usc_sipi.npz")
     torch.set_num_threads(1)
     X_train, y_train, X_test, y_test = texture_task(args.task, args.data)
     clf = LASTClassifier(args.n_atoms, preprocess="l2", inner_solver=args.inner_solver, random_state=0,

@@ -9,8 +9,11 @@ EXPERIMENT is one of ``textures``, ``deer-horse``, ``digits`` (MNIST and USPS), 
 ``all``. Each prints a Markdown table with the paper's number beside ours and writes
 ``OUT/EXPERIMENT.json`` (rows are added as they finish, so a stopped run keeps what it measured)
 and its figures ``OUT/*.png``. ``--quick`` runs every experiment on small subsets with tiny budgets
-(a smoke test of the whole pipeline, not results). ``--merge`` joins the JSON files of partial
-runs (narrowed by ``--tasks``, ``--methods``, ``--n-atoms``) into one table and its figures.
+(a smoke test of the whole pipeline, not results). A narrowed run (``--tasks``, ``--methods``,
+``--n-atoms``, ``--texture-source scan``) names every output after what narrowed it, so it never
+overwrites another run's. ``--merge`` joins the JSON files of partial runs into one table and its
+figures; the merged file records each file's run (its arguments, machine, versions), the files
+must have run on the same data (texture source, ``--quick``), and the outputs are named for it.
 Data set files and their provenance: ``../shared/data/SOURCES.md``.
 """
 
@@ -30,6 +33,7 @@ from sklearn.model_selection import train_test_split
 
 import figures
 import harness
+from lastedge.runtime.model import check_output_path, write_atomically
 from lastedge.train.curves import head_histories
 from paper_data import DEFAULT_DATA, TEXTURE_SOURCES, TEXTURE_TASKS, deer_horse_task, digits_task, texture_task
 from paper_results import PAPER_SPARSITY_PCT, paper_error
@@ -42,7 +46,11 @@ QUICK_BUDGET = {"last": {"max_dca_iter": 2, "inner_iter": 30}}  # SGD's --quick 
 # MNIST LAST: the issue's wall-clock budget; its learning curve is checked against these errors.
 MNIST_BUDGET_S = 20 * 60
 MILESTONES_PCT = (2.0, 1.5, 1.32)
-RUN_FIELDS = ("machine", "versions", "sgd_iter")  # what a results file records of the run that wrote it
+# What a results file records of the run that wrote it; a merged file holds a list of its files' values.
+RUN_FIELDS = ("args", "machine", "versions", "sgd_iter")
+# Options that narrow a run or choose its data: a merge runs nothing and takes its data from its files.
+MERGE_REFUSES = ("tasks", "methods", "n_atoms", "texture_source")
+DIGITS_TASKS = ("mnist", "usps")
 
 
 @dataclass(frozen=True)
@@ -58,6 +66,7 @@ class Experiment:
     cv_rows: int | None = None
     caption: str = ""
     data_args: tuple[str, ...] = ()  # options that change the data: merged files must agree on them
+    tasks: tuple[str, ...] = ()  # what --tasks may name
 
 
 def subsample(data: Data, seed: int) -> Data:
@@ -88,7 +97,7 @@ def _deer_horse_tasks(args: argparse.Namespace) -> dict[str, Data]:
 
 
 def _digits_tasks(args: argparse.Namespace) -> dict[str, Data]:
-    return _quick({name: digits_task(name, args.data) for name in ("mnist", "usps")}, args)
+    return _quick({name: digits_task(name, args.data) for name in DIGITS_TASKS}, args)
 
 
 def _texture_plan(task: str) -> dict[str, list[int] | None]:
@@ -122,7 +131,7 @@ EXPERIMENTS: dict[str, Experiment] = {
         caption="Brodatz (USC-SIPI scans, halved and histogram-equalised unless --texture-source scan): "
                 "500 + 500 training patches (12x12) per task from the top half of each image, 500 + 500 "
                 "test patches from the bottom half; unit l2 norm.",
-        data_args=("texture_source",)),
+        data_args=("texture_source",), tasks=tuple(TEXTURE_TASKS)),
     "deer-horse": Experiment(
         "deer-horse", ("cifar10_deer_horse.npz",), _deer_horse_tasks, "none", _deer_horse_plan,
         options={"deer-horse": {"last": {"batch_size": 500, "inner_iter": 500, "max_dca_iter": 20,
@@ -132,7 +141,8 @@ EXPERIMENTS: dict[str, Experiment] = {
                                 # N = 400 takes 6-9 minutes, too slow for 3 folds x 4 candidates).
                                 "last-mu": {"grid": (0.0, 4e6, 4e7, 4e8), "holdout": 0.1}}},
         cv_rows=2000,
-        caption="CIFAR-10 deer vs horse (JPEG copy): 10000 train / 2000 test, raw pixels (3072)."),
+        caption="CIFAR-10 deer vs horse (JPEG copy): 10000 train / 2000 test, raw pixels (3072).",
+        tasks=("deer-horse",)),
     "digits": Experiment(
         "digits", ("mnist.npz", "usps.npz"), _digits_tasks, "center-l2", _digits_plan,
         options={"mnist": {"last": {"batch_size": 1000, "inner_iter": 300, "max_dca_iter": 100, "n_jobs": 2,
@@ -145,7 +155,7 @@ EXPERIMENTS: dict[str, Experiment] = {
                                    "mu": 1.0}}},
         cv_rows=5000,
         caption="MNIST (60000 / 10000) and USPS (7291 / 2007), one-vs-all, zero mean and unit l2 "
-                "norm per image."),
+                "norm per image.", tasks=DIGITS_TASKS),
 }
 EXPERIMENT_NAMES = (*EXPERIMENTS, "test-time")
 
@@ -251,6 +261,13 @@ def output_name(experiment: str, args: argparse.Namespace) -> str:
     return "-".join([experiment, *scan, *(args.tasks or []), *(args.methods or []), *sizes])
 
 
+def run_tag(experiment: str, args: argparse.Namespace) -> str:
+    """What ``output_name`` adds to the experiment's name, e.g. ``"scan_"`` or ``"mnist-knn_"`` (""
+    for a full run): the figures not named after the output add it, so no run overwrites another's."""
+    extra = output_name(experiment, args)[len(experiment) + 1:]
+    return f"{extra}_" if extra else ""
+
+
 def _training_record(model, curve: LearningCurve | None) -> dict[str, Any]:
     """The objective-against-time history of LAST and SGD fits, and LAST's learning curve."""
     record: dict[str, Any] = {}
@@ -269,31 +286,27 @@ def _training_record(model, curve: LearningCurve | None) -> dict[str, Any]:
 
 def merge_rows(experiment: Experiment, paths: list[Path]) -> tuple[list[dict[str, Any]], dict[str, list[Any]]]:
     """The rows of several (partial) runs' JSON files of one experiment, as one table, and what the
-    files record of the runs that made them (``RUN_FIELDS``: each distinct value once, in file order),
-    which the merged file keeps: the merge itself ran none of them.
+    files record of the runs that made them (``RUN_FIELDS``, their arguments included: each distinct
+    value once, in file order; a merged file's list counts as its runs'), which the merged file
+    keeps: the merge itself ran none of them.
 
     A later file's row replaces an earlier one for the same task, method and N; rows are ordered
-    by task (as first seen), then by the experiment's plan, then by N.
+    by task (as first seen), then by the experiment's plan, then by N. Files whose runs differ in
+    the data (``data_args``, ``--quick``'s subsets) are refused.
     """
     merged: dict[tuple[str, str, int | None], dict[str, Any]] = {}
     runs: dict[str, list[Any]] = {name: [] for name in RUN_FIELDS}
-    data_choices = set()
     for path in paths:
-        try:
-            record = json.loads(path.read_text())
-        except (OSError, ValueError) as error:
-            raise ValueError(f"cannot read results file {path}: {error}") from None
-        if not isinstance(record, dict) or record.get("benchmark") != f"reproduce {experiment.name}":
-            raise ValueError(f"{path} holds no results of reproduce.py {experiment.name}")
-        data_choices.add(tuple(record["args"].get(name) for name in experiment.data_args))
-        if len(data_choices) > 1:
-            options = ", ".join("--" + name.replace("_", "-") for name in experiment.data_args)
-            raise ValueError(f"{path} ran with other {options} than the files before it")
+        record = _results_file(experiment, path)
         for name in RUN_FIELDS:
-            if name in record and record[name] not in runs[name]:
-                runs[name].append(record[name])
+            runs[name] += [value for value in _run_values(record, name) if value not in runs[name]]
+        if len({data_choice(experiment, args) for args in runs["args"]}) > 1:
+            options = ", ".join("--" + name.replace("_", "-") for name in (*experiment.data_args, "quick"))
+            raise ValueError(f"{path} ran with other {options} than the files before it")
         for row in record["results"]:
             merged[row["task"], row["method"], row["n_atoms"]] = row
+    if not merged:
+        raise ValueError(f"{', '.join(map(str, paths))} hold(s) no result rows")
     tasks = list(dict.fromkeys(task for task, _, _ in merged))
 
     def order(key: tuple[str, str, int | None]) -> tuple[int, int, int]:
@@ -305,11 +318,39 @@ def merge_rows(experiment: Experiment, paths: list[Path]) -> tuple[list[dict[str
     return [merged[key] for key in sorted(merged, key=order)], runs
 
 
+def _results_file(experiment: Experiment, path: Path) -> dict[str, Any]:
+    """The record in ``path``; a ValueError naming the file if it is not the experiment's results."""
+    try:
+        record = json.loads(path.read_text())
+    except (OSError, ValueError) as error:
+        raise ValueError(f"cannot read results file {path}: {error}") from None
+    if not isinstance(record, dict) or record.get("benchmark") != f"reproduce {experiment.name}":
+        raise ValueError(f"{path} holds no results of reproduce.py {experiment.name}")
+    rows = record.get("results")
+    if not isinstance(rows, list) or not all(isinstance(row, dict) and {"task", "method", "n_atoms"} <= row.keys()
+                                             for row in rows):
+        raise ValueError(f"{path} holds no list of result rows (each with task, method and n_atoms)")
+    return record
+
+
+def _run_values(record: dict[str, Any], name: str) -> list[Any]:
+    """``record[name]`` as a list of runs' values: a run's own value is never a list, a merged
+    file's is one value per run it joined."""
+    value = record.get(name)
+    return [] if value is None else value if isinstance(value, list) else [value]
+
+
+def data_choice(experiment: Experiment, args: dict[str, Any]) -> tuple[Any, ...]:
+    """What a run's arguments (a results file's ``args``) chose of the data: the experiment's
+    ``data_args`` and ``--quick`` (subsets of the data, tiny budgets)."""
+    return (*(args.get(name) for name in experiment.data_args), bool(args.get("quick")))
+
+
 # ---------------------------------------------------------------- figures
 def make_figures(experiment: Experiment, rows: list[dict[str, Any]], kept: dict,
                  test_data: dict[str, tuple[np.ndarray, np.ndarray]], args: argparse.Namespace) -> None:
     """The experiment's figures, from its result rows and the models kept in memory."""
-    out = args.out
+    out, tag = args.out, run_tag(experiment.name, args)
     if experiment.name in ("textures", "deer-horse"):
         figures.accuracy_vs_atoms(rows, out / f"{output_name(experiment.name, args)}_accuracy.png",
                                   f"{experiment.name}: test accuracy against atoms N")
@@ -321,7 +362,7 @@ def make_figures(experiment: Experiment, rows: list[dict[str, Any]], kept: dict,
                       for r in rows if r["task"] == task and r["n_atoms"] == n and r.get("history")
                       and not r["method"].endswith("-mu")}
             if curves:
-                figures.objective_vs_time(curves, out / f"objective_vs_time_{task}.png",
+                figures.objective_vs_time(curves, out / f"objective_vs_time_{tag}{task}.png",
                                           f"{task}, N = {n}: objective of (P) against training time")
     if experiment.name == "deer-horse":
         atoms = _closest([n for (_, key, n) in kept if key == "last"], 30)
@@ -331,13 +372,13 @@ def make_figures(experiment: Experiment, rows: list[dict[str, Any]], kept: dict,
         if ("deer-horse", "last", atoms) in kept:
             dictionaries["LAST"] = kept["deer-horse", "last", atoms].dictionary_
         if dictionaries:
-            figures.atoms_as_images(dictionaries, (32, 32, 3), out / "deer_horse_atoms.png",
+            figures.atoms_as_images(dictionaries, (32, 32, 3), out / f"deer_horse_{tag}atoms.png",
                                     f"deer vs horse: atoms, N = {atoms}", channels_first=True)
         if ("deer-horse", "last", 2) in kept:
             model = kept["deer-horse", "last", 2]
             X_test, y_test = test_data["deer-horse"]
             figures.features_2d(model.transform(X_test), y_test, model.coef_[:, 0],
-                                out / "deer_horse_features_n2.png",
+                                out / f"deer_horse_{tag}features_n2.png",
                                 "deer vs horse, LAST N = 2: test features and decision line",
                                 class_names=("deer", "horse"))
     if experiment.name == "digits":
@@ -365,8 +406,8 @@ COLUMNS: list[harness.Column] = [
 
 def write_json(path: Path, name: str, args: argparse.Namespace, rows: list[dict[str, Any]],
                runs: dict[str, list[Any]] | None = None) -> None:
-    """``harness.write_json``; a merge passes ``runs``, its files' ``RUN_FIELDS``, to record them
-    in place of its own machine, versions and SGD budget."""
+    """``harness.write_json``; a merge passes ``runs``, its files' ``RUN_FIELDS`` and the files
+    (``merged_from``), to record them in place of its own arguments, machine, versions and SGD budget."""
     harness.write_json(path, f"reproduce {name}", args, rows,
                        extra={"last_budget": "per experiment, see reproduce.EXPERIMENTS", **(runs or {})})
 
@@ -420,7 +461,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--quick", action="store_true",
                    help=f"every experiment on {QUICK_ROWS['train']} training rows with tiny budgets: "
                         "checks the pipeline in minutes, gives no results")
-    p.add_argument("--seed", type=int, default=0, help="random_state of every model and subset (default 0)")
+    p.add_argument("--seed", type=harness.seed, default=0,
+                   help="random_state of every model and subset (default 0)")
     p.add_argument("--n-atoms", type=harness._int_list, default=None,
                    help="only these N (default: the paper's grid of each experiment)")
     p.add_argument("--methods", type=harness._method_list, default=None,
@@ -428,14 +470,15 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--tasks", type=lambda text: [t.strip() for t in text.split(",") if t.strip()],
                    default=None, help="only these tasks of the experiment, e.g. mnist or pigskin-pressedcl "
                                       "(outputs are then named EXPERIMENT-TASKS.*)")
-    p.add_argument("--texture-source", choices=sorted(TEXTURE_SOURCES), default="equalized",
+    p.add_argument("--texture-source", choices=sorted(TEXTURE_SOURCES), default=None,
                    help="textures: each scan halved and histogram-equalised, like the paper's 32-texture "
                         "set (default), or the USC-SIPI scan as stored (outputs named textures-scan.*)")
     p.add_argument("--mnist-budget", type=float, default=MNIST_BUDGET_S, metavar="SECONDS",
                    help=f"wall-clock budget of LAST on MNIST (default {MNIST_BUDGET_S} s, the issue's)")
     p.add_argument("--merge", type=Path, nargs="+", metavar="JSON",
                    help="run nothing: merge these results files of the experiment (later rows replace "
-                        "earlier ones of the same task, method and N) into OUT/EXPERIMENT.json, .md and figures")
+                        "earlier ones of the same task, method and N) into OUT/EXPERIMENT.json, .md and figures; "
+                        "the files' runs give the texture source and --quick")
     args = p.parse_args(argv)
     if args.out is None:
         args.out = Path("reproduce-results-quick" if args.quick else "reproduce-results")
@@ -446,8 +489,14 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         missing = [str(path) for path in args.merge if not path.is_file()]
         if missing:
             p.error(f"--merge: no such file: {', '.join(missing)}")
+        given = ["--" + name.replace("_", "-") for name in MERGE_REFUSES if getattr(args, name) is not None]
+        if given:
+            p.error(f"--merge joins whole files and takes its data from them: drop {', '.join(given)}")
         args.experiments = names
         return args
+    args.texture_source = args.texture_source or "equalized"
+    if args.tasks:
+        names = _narrow_to_tasks(p, names, args.tasks)
     for name in names:
         files = EXPERIMENTS[name].data_files if name in EXPERIMENTS else ("mnist.npz",)
         missing = [f for f in files if not (args.data / f).is_file()]
@@ -457,9 +506,43 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     return args
 
 
+def _narrow_to_tasks(p: argparse.ArgumentParser, names: list[str], tasks: list[str]) -> list[str]:
+    """The experiments of ``names`` that have one of ``tasks`` (test-time, which has none, stays);
+    exits with a usage error if a task is in none of them."""
+    known = {task: name for name in names if name in EXPERIMENTS for task in EXPERIMENTS[name].tasks}
+    unknown = [task for task in tasks if task not in known]
+    if unknown and known:
+        p.error(f"--tasks: no task {', '.join(unknown)} in {' or '.join(dict.fromkeys(known.values()))}; "
+                f"choose from {','.join(known)}")
+    return [name for name in names if name not in EXPERIMENTS or set(tasks) & set(EXPERIMENTS[name].tasks)]
+
+
+def take_data_choice(experiment: Experiment, args: argparse.Namespace, runs_args: list[dict[str, Any]]) -> None:
+    """A merge's data options (the texture source, ``--quick``) as its files' runs chose them
+    (they agree: ``merge_rows``), so that its outputs are named and captioned for that data."""
+    choice = data_choice(experiment, runs_args[0] if runs_args else {})
+    for name, value in zip((*experiment.data_args, "quick"), choice):
+        setattr(args, name, value)
+
+
+def check_out(args: argparse.Namespace) -> None:
+    """Make ``--out`` and check that it takes new files, before any work (ValueError otherwise)."""
+    if args.out.exists() and not args.out.is_dir():
+        raise ValueError(f"--out {args.out} is a file; give a folder")
+    try:
+        args.out.mkdir(parents=True, exist_ok=True)
+    except OSError as error:
+        raise ValueError(f"cannot make --out {args.out}: {error.strerror or error}") from None
+    check_output_path(args.out / f"{output_name(args.experiments[0], args)}.json", ".json", "--out")
+
+
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
-    args.out.mkdir(parents=True, exist_ok=True)
+    try:
+        check_out(args)
+    except ValueError as error:
+        print(f"reproduce.py: error: {error}", file=sys.stderr)
+        return 2
     for name in args.experiments:
         started = time.perf_counter()
         if name == "test-time":
@@ -473,14 +556,17 @@ def main(argv: list[str] | None = None) -> int:
             except ValueError as error:
                 print(f"reproduce.py: error: {error}", file=sys.stderr)
                 return 2
-            write_json(args.out / f"{output_name(name, args)}.json", name, args, rows, runs)
+            take_data_choice(experiment, args, runs["args"])
+            write_json(args.out / f"{output_name(name, args)}.json", name, args, rows,
+                       {**runs, "merged_from": [str(path) for path in args.merge]})
             make_figures(experiment, rows, {}, {}, args)
             text = summary(experiment, rows, args)
         else:
             experiment = EXPERIMENTS[name]
             text = summary(experiment, run_experiment(experiment, args), args)
         print(text + f"\n\n({name}: {time.perf_counter() - started:.0f} s wall)\n", flush=True)
-        (args.out / f"{output_name(name, args)}.md").write_text(text + "\n")
+        markdown = (text + "\n").encode()
+        write_atomically(args.out / f"{output_name(name, args)}.md", lambda file: file.write(markdown))
     return 0
 
 

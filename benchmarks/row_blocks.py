@@ -22,6 +22,7 @@ from pathlib import Path
 
 import numpy as np
 
+from arguments import positive_int
 from latency import bare_predictor, mnist_model, write_files
 from lastedge.runtime import load
 from lastedge.runtime.model import BLOCK_ROWS
@@ -53,9 +54,9 @@ def measure(path: str, way: str, rows: int, calls: int, threads: int) -> tuple[f
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--rows", type=int, default=10000, help="rows per batch")
-    parser.add_argument("--repeats", type=int, default=3, help="fresh processes per file and way")
-    parser.add_argument("--calls", type=int, default=3, help="timed batches per process")
+    parser.add_argument("--rows", type=positive_int, default=10000, help="rows per batch")
+    parser.add_argument("--repeats", type=positive_int, default=3, help="fresh processes per file and way")
+    parser.add_argument("--calls", type=positive_int, default=3, help="timed batches per process")
     parser.add_argument("--threads", type=int, default=1, help="backend threads")
     args = parser.parse_args()
     context = multiprocessing.get_context("spawn")

@@ -247,6 +247,8 @@ def merge_rows(paths: list[Path]) -> list[dict[str, Any]]:
                                  f"({', '.join(BUDGET_ARGS)})")
             row = {"seed": record["args"]["seed"], **row}  # files before --seed took lists: one int
             merged[row["task"], row["label"], row["total_atoms"], row["seed"]] = row
+    if not merged:
+        raise ValueError(f"{', '.join(map(str, paths))} hold(s) no result rows")
     tasks, methods = list(budgets), list(MULTICLASS)
 
     def order(key: tuple[str, str, int, int]) -> tuple[int, int, str, int, int]:
@@ -295,20 +297,21 @@ def _minus_ovr(members: list[dict[str, Any]], ovr: dict[tuple[str, int, int, int
 
 
 def plot(rows: list[dict[str, Any]], path: Path) -> None:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    """Test error against MACs per sample, a subplot per data set, a line per method (its median over
+    seeds, bars: range); failed fits are left out. Written atomically (``lastedge.figures``)."""
+    from figures import method_styles
+    from lastedge.figures import new_figure, save_figure
     from matplotlib.ticker import NullFormatter
 
+    done = [row for row in rows if row.get("error_pct") is not None]
     tasks = list(dict.fromkeys(row["task"] for row in rows))
-    labels = list(dict.fromkeys(row["label"] for row in rows))
-    macs_of = {(r["task"], r["total_atoms"]): r["macs_per_sample"] for r in rows if "macs_per_sample" in r}
+    style = method_styles(list(dict.fromkeys(row["label"] for row in done)))
+    macs_of = {(r["task"], r["total_atoms"]): r["macs_per_sample"] for r in done}
     several = len({r["seed"] for r in rows}) > 1
     summary = seed_summary(rows)  # one point per method and total: the median over seeds
-    fig, axes = plt.subplots(1, len(tasks), figsize=(5.5 * len(tasks), 4.2), squeeze=False)
-    for ax, task in zip(axes[0], tasks):
-        for name, marker in zip(labels, "osD^v"):
+    fig = new_figure((5.5 * len(tasks), 4.2))
+    for ax, task in zip(fig.subplots(1, len(tasks), squeeze=False)[0], tasks):
+        for name, (colour, marker) in style.items():
             points = sorted((point for point in summary if point["task"] == task and point["label"] == name),
                             key=lambda point: point["total_atoms"])
             if not points:
@@ -317,23 +320,22 @@ def plot(rows: list[dict[str, Any]], path: Path) -> None:
             y = [point["median_pct"] for point in points]
             spread = [[m - point["min_pct"] for m, point in zip(y, points)],
                       [point["max_pct"] - m for m, point in zip(y, points)]]
-            ax.errorbar(x, y, yerr=spread if several else None,
+            ax.errorbar(x, y, yerr=spread if several else None, color=colour,
                         marker=marker, capsize=3, label=name)
             for point, xs, ys in zip(points, x, y):
                 ax.annotate(str(point["total_atoms"]), (xs, ys), textcoords="offset points", xytext=(4, 4),
                             fontsize=7)
         ax.set_xscale("log")
-        macs = sorted({r["macs_per_sample"] for r in rows if r["task"] == task})
+        macs = sorted({m for (t, _), m in macs_of.items() if t == task})
         ax.set_xticks(macs, [f"{m / 1000:,.0f}k" for m in macs])  # the measured sizes, not powers of 10
         ax.xaxis.set_minor_formatter(NullFormatter())
         ax.set_xlabel("multiply-accumulates per sample")
         ax.set_ylabel("test error %" + " (median over seeds; bars: range)" * several)
         ax.set_title(f"{task.upper()} (labels: total atoms)")
         ax.grid(True, which="both", alpha=0.3)
-        ax.legend(fontsize=8)
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
+        if ax.get_legend_handles_labels()[0]:
+            ax.legend(fontsize=8)
+    save_figure(fig, path)
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
@@ -395,13 +397,16 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                         "per seed and add a summary over seeds (default 0)")
     p.add_argument("--parallel-fits", type=int, default=1, metavar="P",
                    help="fits at a time, each in a fresh process (default 1: one after another in this one)")
-    p.add_argument("--json", type=Path, default=None, metavar="PATH", help="also write the results here")
-    p.add_argument("--plot", type=Path, default=None, metavar="PATH",
+    p.add_argument("--json", type=harness.output_file, default=None, metavar="PATH",
+                   help="also write the results here")
+    p.add_argument("--plot", type=harness.figure_file, default=None, metavar="PATH",
                    help="draw test error against MACs per sample here (e.g. .png)")
     p.add_argument("--merge", type=Path, nargs="+", default=None, metavar="JSON",
                    help="run nothing: join these --json files into one table (and --plot)")
     args = p.parse_args(argv)
     if args.merge:
+        if args.json:
+            p.error("--merge prints its table and writes no results file: drop --json")
         return args
     if args.quick:
         for key, value in QUICK.items():

@@ -18,6 +18,7 @@ import statistics
 import time
 
 import torch
+from arguments import positive_int
 from lastedge.train import objective
 
 BETA = 100.0  # LASTClassifier's default softplus sharpness
@@ -49,7 +50,7 @@ def weights(problem: tuple[torch.Tensor, ...], shortcut: bool) -> tuple[torch.Te
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--repeats", type=int, default=15, help="timed calls per formula (default 15)")
+    parser.add_argument("--repeats", type=positive_int, default=15, help="timed calls per formula (default 15)")
     parser.add_argument("--threads", type=int, default=1, help="torch threads (default 1)")
     args = parser.parse_args()
     torch.set_num_threads(args.threads)

@@ -29,11 +29,12 @@ from typing import Any
 import numpy as np
 import torch
 
+from arguments import positive_int
 import harness
 from lastedge.train import LASTClassifier
 from lastedge.train.base import thread_count, usable_device
 from lastedge.train.curves import training_curve
-from paper_data import DEFAULT_DATA, digits_task
+from paper_data import DEFAULT_DATA, check_data, digits_task
 
 QUICK = {"total_atoms": [20], "max_dca_iter": 2, "inner_iter": 10, "batch_size": 100}
 QUICK_ROWS = 1000
@@ -62,9 +63,10 @@ def build(method: str, total_atoms: int, n_classes: int, device: str, args: argp
 
 
 def seconds_per_iteration(clf: LASTClassifier) -> float:
-    """Median gap between consecutive DCA iterations' time stamps."""
-    stamps = [0.0] + [row["time_s"] for row in training_curve(clf)]
-    return float(np.median(np.diff(stamps)))
+    """Median gap between consecutive DCA iterations' time stamps (the start-up before the first
+    stamp is no gap between iterations); a fit of one iteration has only its stamp."""
+    stamps = [row["time_s"] for row in training_curve(clf)]
+    return float(np.median(np.diff(stamps))) if len(stamps) > 1 else float(stamps[0])
 
 
 def timed_fit(clf: LASTClassifier, data: tuple[np.ndarray, ...]) -> dict[str, Any]:
@@ -148,15 +150,17 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--total-atoms", type=harness._int_list, default=[400, 1600])
     p.add_argument("--methods", type=_method_list, default=["shared", "ovr"],
                    help=f"comma separated subset of {','.join(METHODS)} (default shared,ovr)")
-    p.add_argument("--max-dca-iter", type=int, default=4)
-    p.add_argument("--inner-iter", type=int, default=300)
-    p.add_argument("--batch-size", type=int, default=1000)
+    p.add_argument("--max-dca-iter", type=positive_int, default=4)
+    p.add_argument("--inner-iter", type=positive_int, default=300)
+    p.add_argument("--batch-size", type=positive_int, default=1000)
     p.add_argument("--shift-augment", type=int, default=0, metavar="K")
-    p.add_argument("--repeats", type=int, default=1, help="fits per device and size; medians are reported")
+    p.add_argument("--repeats", type=positive_int, default=1, help="fits per device and size; medians are reported")
     p.add_argument("--quick", action="store_true",
                    help="check the script runs: 1000 rows, 20 atoms, 2 DCA x 10 Adam steps on minibatches of 100")
-    p.add_argument("--json", type=Path, default=None, metavar="PATH", help="also write the results here")
+    p.add_argument("--json", type=harness.output_file, default=None, metavar="PATH",
+                   help="also write the results here")
     args = p.parse_args(argv)
+    check_data(p, args.data, f"{args.dataset}.npz")
     if args.quick:
         vars(args).update(QUICK)
     try:
@@ -168,8 +172,9 @@ def main(argv: list[str] | None = None) -> None:
     print(f"\n{args.dataset}, {args.max_dca_iter} DCA iterations x {args.inner_iter} Adam steps on minibatches of "
           f"{args.batch_size}, shifted copies: {args.shift_augment or 'none'}; CPU fits on "
           f"{plural(thread_count(args.threads), 'thread')}.")
-    if args.json:
-        harness.write_json(args.json, "train_device", args, rows)
+    if args.json:  # the fits' own budget, not the accuracy benchmarks' (harness.Budget)
+        budget = {name: getattr(args, name) for name in ("max_dca_iter", "inner_iter", "batch_size")}
+        harness.write_json(args.json, "train_device", args, rows, extra={"sgd_iter": None, "last_budget": budget})
 
 
 if __name__ == "__main__":

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from pathlib import Path
 
@@ -104,6 +105,7 @@ def test_quick_run_puts_the_papers_numbers_beside_ours(quick_run):
     test_time = (quick_run / "test-time.md").read_text()
     assert "| LAST | numpy fp32 |" in test_time
     assert "seconds (300 images)" in test_time and "10k" not in test_time  # --quick times 300 images
+    assert "| linear SVM (fit on 300 rows); " in test_time  # --quick fits no baseline on all 60000 rows
 
 
 def test_merge_joins_partial_runs_later_rows_winning(quick_run, tmp_path):
@@ -163,3 +165,147 @@ def test_svm_rows_are_scaled_to_unit_mean_norm_and_unit_rows_kept():
     unit = pixels / np.linalg.norm(pixels, axis=1, keepdims=True)
     np.testing.assert_allclose(UnitMeanNorm().fit(unit).transform(unit), unit, rtol=1e-6)
     assert UnitMeanNorm().fit(np.zeros((3, 4))).scale_ == 1.0
+
+
+def _results(args: dict, machine: str, rows: list[dict]) -> dict:
+    """A results file of ``reproduce.py textures`` as a run writes it."""
+    defaults = {"experiment": "textures", "quick": False, "texture_source": "equalized", "merge": None}
+    return {"benchmark": "reproduce textures", "args": {**defaults, **args}, "sgd_iter": 20000,
+            "versions": {"python": "3"}, "machine": machine, "results": rows}
+
+
+def _row(method: str, n: int | None, error: float) -> dict:
+    row = {"task": "bark-woodgrain", "method": method, "label": method.upper(), "n_atoms": n,
+           "error_pct": error, "paper_error_pct": None, "train_s": 1.0, "predict_ms": 0.1, "zeros_pct": None,
+           "notes": "", "warnings": []}
+    if method == "last":
+        row["history"] = [{"time": 0.5, "objective": 2.0}, {"time": 1.0, "objective": 1.0}]
+    return row
+
+
+def _merge(tmp_path: Path, records: dict[str, dict], *options: str) -> int:
+    reproduce = import_benchmark("reproduce")
+    for name, record in records.items():
+        (tmp_path / name).write_text(json.dumps(record))
+    return reproduce.main(["textures", "--merge", *(str(tmp_path / name) for name in records),
+                           "--out", str(tmp_path / "out"), *options])
+
+
+def test_merge_records_each_files_arguments_and_remerges_flat(tmp_path):
+    pytest.importorskip("matplotlib")
+    a = _results({"methods": ["last"], "n_atoms": [10]}, "machine a", [_row("last", 10, 9.0)])
+    b = _results({"methods": ["sgd"], "n_atoms": [10]}, "machine b", [_row("sgd", 10, 12.0)])
+    assert _merge(tmp_path, {"a.json": a, "b.json": b}) == 0
+    merged = json.loads((tmp_path / "out" / "textures.json").read_text())
+    assert merged["args"] == [a["args"], b["args"]]  # the runs' arguments, not the merge's own
+    assert merged["merged_from"] == [str(tmp_path / "a.json"), str(tmp_path / "b.json")]
+    (tmp_path / "merged.json").write_text(json.dumps(merged))
+    c = _results({"methods": ["rbf-svm"]}, "machine c", [_row("rbf-svm", None, 7.0)])
+    assert _merge(tmp_path, {"merged.json": merged, "c.json": c}) == 0
+    again = json.loads((tmp_path / "out" / "textures.json").read_text())
+    # a merged file counts as the runs it joined: one flat list, not a list inside a list
+    assert again["machine"] == ["machine a", "machine b", "machine c"]
+    assert again["args"] == [a["args"], b["args"], c["args"]] and again["versions"] == [{"python": "3"}]
+    assert [r["method"] for r in again["results"]] == ["last", "rbf-svm", "sgd"]
+
+
+def test_merge_takes_the_texture_source_and_quick_from_its_files(tmp_path, capsys):
+    pytest.importorskip("matplotlib")
+    scan = {"texture_source": "scan", "quick": True}
+    parts = {"a.json": _results(scan, "m", [_row("last", 10, 9.0)]),
+             "b.json": {**_results(scan, "m", [_row("sgd", 10, 12.0)]), "sgd_iter": 500}}
+    assert _merge(tmp_path, parts) == 0
+    out = tmp_path / "out"
+    # named as a scan run's outputs: a merge of scan runs never overwrites the equalised textures.*
+    assert sorted(path.name for path in out.iterdir()) == [
+        "objective_vs_time_scan_bark-woodgrain.png", "textures-scan.json", "textures-scan.md",
+        "textures-scan_accuracy.png"]
+    table = (out / "textures-scan.md").read_text()
+    assert table.startswith("### textures (QUICK") and "SGD runs 500 iterations" in table
+    full = _results({}, "m", [_row("rbf-svm", None, 7.0)])
+    assert _merge(tmp_path, {"a.json": parts["a.json"], "full.json": full}) == 2
+    assert "ran with other --texture-source, --quick than the files before it" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("option", [["--tasks", "pigskin-pressedcl"], ["--methods", "last"], ["--n-atoms", "10"],
+                                    ["--texture-source", "scan"]])
+def test_merge_refuses_the_options_that_narrow_a_run(tmp_path, capsys, option):
+    """They would name the merged file after rows it does not hold (or data it did not read)."""
+    with pytest.raises(SystemExit) as stopped:
+        _merge(tmp_path, {"a.json": _results({}, "m", [_row("sgd", 10, 12.0)])}, *option)
+    assert stopped.value.code == 2
+    assert f"--merge joins whole files and takes its data from them: drop {option[0]}" in capsys.readouterr().err
+
+
+def test_an_unknown_task_is_one_line_before_any_data_is_read(tmp_path, capsys):
+    reproduce = import_benchmark("reproduce")
+    with pytest.raises(SystemExit):
+        reproduce.parse_args(["textures", "--tasks", "bark-woodgrain,mnist", "--data", str(tmp_path)])
+    assert "--tasks: no task mnist in textures; choose from bark-woodgrain,pigskin-pressedcl" in capsys.readouterr().err
+    with pytest.raises(SystemExit):  # all --tasks usps runs digits (and test-time) only, so it needs only their files
+        reproduce.parse_args(["all", "--tasks", "usps", "--data", str(tmp_path)])
+    assert "error: digits needs mnist.npz, usps.npz" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("option", [["--seed", "-1"], ["--seed", "4294967296"]])
+def test_seeds_outside_what_the_estimators_take_are_usage_errors(capsys, option):
+    reproduce = import_benchmark("reproduce")
+    with pytest.raises(SystemExit):
+        reproduce.parse_args(["digits", *option])
+    assert "seeds must be in 0..2**32 - 1" in capsys.readouterr().err
+
+
+def test_an_out_that_cannot_hold_files_is_one_line(tmp_path, capsys):
+    part = tmp_path / "a.json"
+    part.write_text(json.dumps(_results({}, "m", [_row("sgd", 10, 12.0)])))
+    reproduce = import_benchmark("reproduce")
+    assert reproduce.main(["textures", "--merge", str(part), "--out", str(part)]) == 2
+    assert capsys.readouterr().err == f"reproduce.py: error: --out {part} is a file; give a folder\n"
+
+
+def test_narrowed_runs_name_their_figures_after_what_narrowed_them(tmp_path):
+    pytest.importorskip("matplotlib")
+    reproduce = import_benchmark("reproduce")
+    args = argparse.Namespace(out=tmp_path, tasks=None, methods=["last", "kmeans-svm"], n_atoms=[2],
+                              texture_source="equalized")
+    rng = np.random.RandomState(0)
+    last = argparse.Namespace(dictionary_=rng.rand(3072, 2), coef_=np.array([[1.0], [-1.0]]),
+                              transform=lambda X: np.abs(X[:, :2]))
+    kept = {("deer-horse", "last", 2): last,
+            ("deer-horse", "kmeans-svm", 2): argparse.Namespace(atoms_=rng.rand(3072, 2))}
+    rows = [{**_row("last", 2, 30.0), "task": "deer-horse"}]
+    test_data = {"deer-horse": (rng.rand(20, 3072), np.arange(20) % 2)}
+    reproduce.make_figures(reproduce.EXPERIMENTS["deer-horse"], rows, kept, test_data, args)
+    # a full run's deer_horse_atoms.png (the one docs/results.md shows) is not overwritten
+    assert sorted(path.name for path in tmp_path.iterdir()) == [
+        "deer-horse-last-kmeans-svm-n2_accuracy.png", "deer_horse_last-kmeans-svm-n2_atoms.png",
+        "deer_horse_last-kmeans-svm-n2_features_n2.png"]
+
+
+def test_the_markdown_table_is_written_by_a_rename(tmp_path, monkeypatch):
+    """Atomically, like the JSON: a run stopped while writing leaves the previous table whole."""
+    pytest.importorskip("matplotlib")
+    renamed = []
+    real_replace = os.replace
+    monkeypatch.setattr(os, "replace", lambda source, target: (renamed.append(Path(target).name),
+                                                               real_replace(source, target)))
+    assert _merge(tmp_path, {"a.json": _results({}, "m", [_row("sgd", 10, 12.0)])}) == 0
+    assert "textures.md" in renamed and "textures.json" in renamed
+
+
+def test_merging_files_without_rows_is_one_line(tmp_path, capsys):
+    assert _merge(tmp_path, {"a.json": _results({}, "m", [])}) == 2
+    assert capsys.readouterr().err == f"reproduce.py: error: {tmp_path / 'a.json'} hold(s) no result rows\n"
+    assert _merge(tmp_path, {"a.json": _results({}, "m", [{"task": "bark-woodgrain"}])}) == 2
+    assert "holds no list of result rows (each with task, method and n_atoms)" in capsys.readouterr().err
+
+
+def test_table_notes_count_the_step_trials_of_each_optimiser():
+    """SGD with Adam tries fewer steps than plain SGD; the notes under every table said 4 for both."""
+    from lastedge.train.sgd import DEFAULT_STEPS
+
+    harness = import_benchmark("harness")
+    text = harness.notes(harness.Budget(quick=True))
+    assert f"SGD: {len(DEFAULT_STEPS['sgd'])} step-size trials, {len(DEFAULT_STEPS['adam'])} with Adam" in text
+    assert "SVMs, k-NN, the soft-threshold encoders and sparse coding: 3-fold CV" in text
+    assert text.startswith("Notes: SGD runs 500 iterations")

@@ -1,4 +1,5 @@
-"""``benchmarks/shared_vs_ovr.py``: a quick run on a generated USPS-shaped file, then ``--merge``."""
+"""``benchmarks/shared_vs_ovr.py``: a quick run on a generated USPS-shaped file, then ``--merge``; and
+the other timing scripts (train_device, head_products, ...): their tables' figures and arguments."""
 
 from __future__ import annotations
 
@@ -67,6 +68,13 @@ def test_quick_runs_merge_into_one_table_and_plot(shared_vs_ovr, tmp_path, capsy
     assert shared_vs_ovr.main(["--merge", parts[0], str(tmp_path / "other.json")]) == 2
     assert "trained usps with other budgets" in capsys.readouterr().err
     assert shared_vs_ovr.main(["--merge", str(tmp_path / "usps.npz")]) == 2
+    (tmp_path / "empty.json").write_text(json.dumps({**record, "results": []}))
+    capsys.readouterr()
+    assert shared_vs_ovr.main(["--merge", str(tmp_path / "empty.json"), "--plot", str(tmp_path / "empty.png")]) == 2
+    assert "hold(s) no result rows" in capsys.readouterr().err and not (tmp_path / "empty.png").exists()
+    with pytest.raises(SystemExit):  # it would write nothing there
+        shared_vs_ovr.main(["--merge", *parts, "--json", str(tmp_path / "merged.json")])
+    assert "--merge prints its table and writes no results file: drop --json" in capsys.readouterr().err
 
 
 def test_several_seeds_run_in_fresh_processes_and_are_summarised(shared_vs_ovr, tmp_path, capsys):
@@ -182,3 +190,94 @@ def test_train_device_quick_run_times_every_device(tmp_path, capsys):
     with pytest.raises(SystemExit):
         train_device.main(["--quick", "--data", str(tmp_path), "--dataset", "usps", "--methods", "shared,mixed"])
     assert "choose methods from shared,signed,ovr" in capsys.readouterr().err
+
+
+def test_plot_draws_every_method_and_leaves_failed_fits_out(shared_vs_ovr, tmp_path, monkeypatch):
+    pytest.importorskip("matplotlib")
+    import lastedge.figures
+
+    drawn = {}
+    real_save = lastedge.figures.save_figure
+    monkeypatch.setattr(lastedge.figures, "save_figure",
+                        lambda fig, path: (drawn.update(fig=fig), real_save(fig, path))[1])
+    rows = [{**_row("shared", seed, 1.0 + seed / 10, k), "label": f"method {k}", "total_atoms": total,
+             "macs_per_sample": 1000 * total} for k in range(7) for seed in (0, 1) for total in (100, 200)]
+    rows.append({**_row("shared", 2, None), "label": "method 0"})  # a failed fit: no error, no MACs
+    shared_vs_ovr.plot(rows, tmp_path / "plot.png")
+    assert (tmp_path / "plot.png").read_bytes().startswith(b"\x89PNG") and not list(tmp_path.glob(".*.tmp"))
+    (ax,) = drawn["fig"].axes
+    handles, labels = ax.get_legend_handles_labels()
+    assert labels == [f"method {k}" for k in range(7)]  # the 6th and 7th are drawn too
+    assert len({(h.lines[0].get_color(), h.lines[0].get_marker()) for h in handles}) == 7  # told apart
+
+
+@pytest.mark.parametrize(("option", "message"), [
+    (["--json", "missing/results.json"],
+     "argument --json: cannot write missing/results.json: folder missing does not exist"),
+    (["--plot", "missing/plot.png"], "argument --plot: cannot write missing/plot.png: folder missing does not exist"),
+    (["--plot", "plot.txt"], "argument --plot: the figure must be a .png, .pdf, .svg file, got 'plot.txt'"),
+])
+def test_output_paths_are_checked_before_any_fit(shared_vs_ovr, tmp_path, monkeypatch, capsys, option, message):
+    """The fits of a run take hours; a typo in --json or --plot used to cost them at the end."""
+    _write_usps_like(tmp_path)
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(SystemExit) as stopped:
+        shared_vs_ovr.parse_args(["--datasets", "usps", "--data", str(tmp_path), *option])
+    assert stopped.value.code == 2 and message in capsys.readouterr().err
+
+
+def test_train_device_records_its_own_budget_and_times_gaps_between_iterations(tmp_path, monkeypatch):
+    train_device = import_benchmark("train_device")
+    # start-up (2 s before the first iteration's stamp) is no gap between iterations
+    monkeypatch.setattr(train_device, "training_curve", lambda clf: [{"time_s": t} for t in (2.0, 3.0, 4.5)])
+    assert train_device.seconds_per_iteration(None) == 1.25
+    monkeypatch.setattr(train_device, "training_curve", lambda clf: [{"time_s": 2.0}])
+    assert train_device.seconds_per_iteration(None) == 2.0
+    monkeypatch.undo()
+    _write_usps_like(tmp_path)
+    train_device.main(["--quick", "--dataset", "usps", "--data", str(tmp_path), "--devices", "cpu",
+                       "--threads", "1", "--methods", "ovr", "--json", str(tmp_path / "t.json")])
+    record = json.loads((tmp_path / "t.json").read_text())
+    # the fits' budget, not the accuracy benchmarks' (--quick: 2 DCA x 100 inner, SGD 500)
+    assert record["last_budget"] == {"max_dca_iter": 2, "inner_iter": 10, "batch_size": 100}
+    assert record["sgd_iter"] is None
+
+
+def test_head_products_times_the_two_ways_in_turn():
+    """Alternating, as its table claims: a burst of load on the shared machine hits both columns."""
+    head_products = import_benchmark("head_products")
+    calls = []
+    medians = head_products.milliseconds((lambda: calls.append("batched"), lambda: calls.append("one")), repeats=3)
+    assert calls == ["batched", "one"] * 4 and len(medians) == 2  # one warm-up call each, then 3 rounds
+
+
+@pytest.mark.parametrize(("script", "option"), [
+    ("head_products", "--repeats"), ("tight_majoriser", "--repeats"), ("lbfgs_blas_threads", "--repeats"),
+    ("data_loading", "--runs"), ("latency", "--runs-1"), ("row_blocks", "--calls"), ("export", "--calibration-rows"),
+    ("profile_dca", "--n-atoms"), ("train_device", "--repeats")])
+def test_timing_scripts_refuse_counts_below_one(monkeypatch, capsys, script, option):
+    """A usage error, not a traceback from a median of no timings (or an empty fit) after the set-up."""
+    main = import_benchmark(script).main
+    monkeypatch.setattr(sys, "argv", [f"{script}.py", option, "0"])
+    with pytest.raises(SystemExit) as stopped:
+        main()
+    assert stopped.value.code == 2 and f"argument {option}: must be >= 1, got 0" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(("script", "options", "file"), [
+    ("data_loading", [], "mnist.npz"), ("export", [], "mnist.npz"), ("profile_dca", [], "brodatz_usc_sipi.npz"),
+    ("lbfgs_blas_threads", ["--textures"], "brodatz_usc_sipi.npz"), ("train_device", ["--dataset", "usps"], "usps.npz")])
+def test_timing_scripts_name_a_data_file_that_is_not_there(tmp_path, monkeypatch, capsys, script, options, file):
+    main = import_benchmark(script).main
+    monkeypatch.setattr(sys, "argv", [f"{script}.py", "--data", str(tmp_path), *options])
+    with pytest.raises(SystemExit) as stopped:
+        main()
+    assert stopped.value.code == 2 and f"error: no {file} in {tmp_path}; pass --data" in capsys.readouterr().err
+
+
+def test_profile_dca_offers_the_texture_tasks(monkeypatch, capsys):
+    monkeypatch.setattr(sys, "argv", ["profile_dca.py", "--task", "bark"])
+    with pytest.raises(SystemExit):
+        import_benchmark("profile_dca").main()
+    error = capsys.readouterr().err  # argparse quotes the choices or not, by Python version
+    assert "argument --task: invalid choice: 'bark'" in error and "pigskin-pressedcl" in error
