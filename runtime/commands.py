@@ -250,8 +250,17 @@ def _write_predictions(path: Path, classes: np.ndarray, labels: np.ndarray, scor
 
 
 def _image_size_of(args: argparse.Namespace, predictor: Any) -> tuple[int, int] | None:
-    """``--image-size``, else the training images' size the model file records, else None."""
+    """``--image-size``, else the training images' size the model file records, else None. A
+    size the model cannot read (neither H x W nor 3 x H x W values make its rows) is refused
+    before any image is decoded: it used to be found after reading a whole folder."""
     if args.image_size is not None:
+        height, width = args.image_size
+        if predictor.n_features not in (height * width, 3 * height * width):
+            trained = "" if predictor.image_shape is None else \
+                f" (it was trained on {'x'.join(map(str, predictor.image_shape))} images)"
+            raise ValueError(f"--image-size {height}x{width} makes {height * width} values per grey image, "
+                             f"{3 * height * width} per colour one; the model expects {predictor.n_features}"
+                             f"{trained}")
         return args.image_size
     return None if predictor.image_shape is None else predictor.image_shape[:2]
 

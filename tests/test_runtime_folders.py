@@ -442,8 +442,28 @@ def test_a_model_trained_at_one_size_scales_new_images_to_it(tmp_path, capsys):
     assert main(["predict", str(tflite), "--data", str(frames), "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["predictions"] == model.predict(scaled).tolist()
     assert main(["predict", str(tflite), "--data", str(frames), "--image-size", "5x5"]) == 1
-    assert "the images are 5x5 (25 values), the model expects 36 values per row: scale them with " \
-           "--image-size HxW" in capsys.readouterr().err
+    assert "--image-size 5x5 makes 25 values per grey image, 75 per colour one; the model expects 36 " \
+           "(it was trained on 6x6 images)" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("size, fits", [("8x8", True), ("4x4", False), ("8x24", False)])
+def test_an_image_size_the_model_cannot_read_is_refused_before_any_image_is_decoded(
+        tmp_path, capsys, monkeypatch, size, fits):
+    """A wrong --image-size was found only after every image of the folder had been read and scaled."""
+    import lastedge.runtime.images as images_module
+
+    images, labels = digits_images()
+    model_path = tmp_path / "m.npz"
+    Model(np.eye(64, 2), np.ones((2, 1)), [0, 1]).save(model_path)  # 64 features, no recorded shape
+    folder = image_folder(tmp_path / "pngs", images[:6], labels[:6] % 2)
+    decoded = []
+    read = images_module.read_images
+    monkeypatch.setattr(images_module, "read_images", lambda *a, **k: (decoded.append(1), read(*a, **k))[1])
+    code = main(["predict", str(model_path), "--data", str(folder / "0"), "--image-size", size])
+    err = capsys.readouterr().err
+    assert (code == 0) == fits and bool(decoded) == fits
+    if not fits:
+        assert len(err.splitlines()) == 1 and f"--image-size {size} makes" in err and "the model expects 64" in err
 
 
 @pytest.mark.parametrize("value", [[6, 6], [2, 6, 3], None, [6, 7], [6, 3, 2], [6, "6"], [True, 36], "6x6", [0, 36], [1, 36, 1]])
