@@ -47,6 +47,10 @@ def test_plain_pip_install_pulls_numpy_only(tmp_path):
                             capture_output=True, text=True).stdout
     installed = {p["name"].lower() for p in json.loads(listed)} - {"pip", "setuptools", "wheel"}
     assert installed == {"lastedge", "numpy"}
+    licence = subprocess.run([python, "-c", "import importlib.metadata as m; "
+                              "print(m.distribution('lastedge').read_text('licenses/LICENSE'))"],
+                             check=True, capture_output=True, text=True, cwd=tmp_path).stdout
+    assert "Apache License" in licence and "Version 2.0, January 2004" in licence  # the text pyproject declares
     assert _heavy_modules_after_import(python, tmp_path, cwd=tmp_path) == []
     _check_device_commands(tmp_path / "venv" / "bin" / "lastedge", tmp_path)
 
