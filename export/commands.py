@@ -71,7 +71,8 @@ def _export_checked(args: argparse.Namespace, model: Any, rows: Any, out: Path) 
     candidate = out.with_name(f"{out.stem}.rejected{out.suffix}")
     _export(args, model, rows.calibration if args.int8 and not args.dynamic else None, candidate)
     try:
-        parity = assert_parity(model, candidate, rows.X_check, rows.y_check, min_rows=1)
+        parity = assert_parity(model, candidate, rows.X_check, rows.y_check, min_rows=1,
+                               min_agreement=None if rows.source == "synthetic" else 0.99)
     except ParityError as err:
         raise CommandError(f"parity check failed ({err}); {out} was not written, the rejected "
                            f"file is kept for inspection as {candidate}") from None
@@ -120,4 +121,6 @@ def parity_line(parity: dict[str, Any], source: str) -> str:
                  f"drop {100 * parity['accuracy_drop']:.2f} points)")
     if "clipped" in parity:
         text += ", clipped " + " ".join(f"{k} {v:.2%}" for k, v in parity["clipped"].items())
+    if "max_error_vs_integer_graph" in parity:
+        text += f"; its integer graph's scores to within {parity['max_error_vs_integer_graph']:.3g}"
     return text

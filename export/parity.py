@@ -13,7 +13,10 @@ either one, so comparing with only one of them would test the BLAS libraries, no
   Python model's decision is not itself a tie within that tolerance.
 - int8: the given (held-out) rows; predictions agree with the Python model on at least
   ``min_agreement`` of them and, with labels ``y``, accuracy drops by at most ``max_accuracy_drop``
-  (or one row, on fewer than ``1 / max_accuracy_drop`` rows).
+  (or one row, on fewer than ``1 / max_accuracy_drop`` rows). A dynamic int8 file must also be
+  the dynamic quantization of the model (``dynamic_graph``): its uint8 constants the model's,
+  rounded to the finest grid, and its scores those of its integer graph evaluated in numpy to
+  within one feature step, on any rows.
 """
 
 from __future__ import annotations
@@ -31,6 +34,7 @@ from .atom_rows import scorable, threshold_rows
 from .atom_scaling import graph_parameters
 from .calibration import clipped_fraction
 from .describe import describe
+from .dynamic_graph import FEATURE_STEPS_ALLOWED, DynamicGraph
 from .metadata import check_model, preprocess_spec
 
 MIN_ROWS = 100
@@ -81,11 +85,12 @@ def _exact_scores_and_tolerance(model: Model, rows: np.ndarray, rtol: float) -> 
 
 
 def _compare(model: Model, info: dict[str, Any], backend: str, X: np.ndarray, y: Any,
-             rtol: float) -> dict[str, Any]:
+             rtol: float, graph: DynamicGraph | None) -> dict[str, Any]:
     fp32 = info["metadata"]["precision"] == "fp32"
     rows = np.concatenate([X, probe_rows(model, X)]) if fp32 else X
     fed = rows if info["metadata"]["preprocess_in_graph"] else model.preprocess.apply(rows)
     got = _backends.run(backend, info["path"], fed, model.row_width)
+    emulation = {} if graph is None else _against_emulation(model, graph, rows, got)
     expected, tol = _exact_scores_and_tolerance(model, rows, rtol)
     if got.shape != expected.shape:
         raise ParityError(f"{info['path']} on {backend}: scores have shape {got.shape}, "
@@ -105,6 +110,7 @@ def _compare(model: Model, info: dict[str, Any], backend: str, X: np.ndarray, y:
         "agreement": float(agree[:n].mean()),
         "within_tolerance": bool(np.all(error <= tol)),
         "clear_decisions_identical": bool(np.all(agree[clear])),
+        **emulation,
     }
     if y is not None:
         figures["accuracy"] = float(np.mean(model.labels_from_scores(
@@ -114,7 +120,18 @@ def _compare(model: Model, info: dict[str, Any], backend: str, X: np.ndarray, y:
     return figures
 
 
-def _failures(figures: dict[str, Any], precision: str, min_agreement: float,
+def _against_emulation(model: Model, graph: DynamicGraph, rows: np.ndarray, got: np.ndarray) -> dict[str, Any]:
+    """How far a dynamic int8 file's scores ``got`` are from its integer graph evaluated in numpy
+    on the same blocks of rows (each block's input range sets its quantization, as it does in
+    the file)."""
+    preprocessed = model.preprocess.apply(rows)
+    expected, tol = np.hsplit(in_row_blocks(graph.scores, preprocessed, model.row_width), 2)
+    error = np.abs(got.astype(np.float64) - expected)
+    return {"max_error_vs_integer_graph": float(error.max()),
+            "within_integer_graph_tolerance": bool(np.all(error <= tol))}
+
+
+def _failures(figures: dict[str, Any], precision: str, min_agreement: float | None,
               max_accuracy_drop: float, rtol: float) -> list[str]:
     if precision == "fp32":
         problems = []
@@ -126,7 +143,11 @@ def _failures(figures: dict[str, Any], precision: str, min_agreement: float,
             problems.append("predictions differ from the Python model")
         return problems
     problems = []
-    if figures["agreement"] < min_agreement:
+    if not figures.get("within_integer_graph_tolerance", True):
+        problems.append(f"scores differ from the file's own integer graph by up to "
+                        f"{figures['max_error_vs_integer_graph']:.3g}, more than "
+                        f"{FEATURE_STEPS_ALLOWED} feature step(s) of its largest weight")
+    if min_agreement is not None and figures["agreement"] < min_agreement:
         problems.append(f"predictions agree on {figures['agreement']:.2%} of rows, "
                         f"need >= {min_agreement:.0%}")
     # One row is the finest step an accuracy can take: on fewer than 1 / max_accuracy_drop rows a
@@ -145,7 +166,7 @@ def measure_parity(
     y: Any = None,
     *,
     rtol: float = 1e-4,
-    min_agreement: float = 0.99,
+    min_agreement: float | None = 0.99,
     max_accuracy_drop: float = 0.005,
     backends: Sequence[str] | None = None,
     min_rows: int = MIN_ROWS,
@@ -160,6 +181,9 @@ def measure_parity(
     model : the Model the file was exported from.
     X : raw rows [n, n_features] (held out from calibration), at least ``min_rows`` (and one).
     y : optional labels for the accuracy-drop check (int8) and the reported accuracy.
+    min_agreement : int8 predictions must agree with the model's on this share of ``X``; None
+        reports the share without bounding it, for rows that sample no data (synthetic ones,
+        built around the atoms' thresholds, where near-ties are common).
     backends : interpreters to use; default every importable one for the file's format.
 
     Returns the figures (``max_score_error``, ``mean_score_error``, ``agreement``, accuracies,
@@ -188,15 +212,18 @@ def measure_parity(
     if not names:
         raise ImportError(f"no interpreter for {info['format']} files is installed: "
                           f"pip install 'lastedge[{info['format']}]'")
-    per_backend = {name: _compare(model, info, name, X, y, rtol) for name in names}
-    problems = [f"{path} on {name}: " + "; ".join(found) for name, figures in per_backend.items()
-                if (found := _failures(figures, metadata["precision"], min_agreement,
-                                       max_accuracy_drop, rtol))]
+    quantization = metadata.get("quantization") or {}
+    graph = DynamicGraph.read(path) if quantization.get("mode") == "dynamic" else None
+    per_backend = {name: _compare(model, info, name, X, y, rtol, graph) for name in names}
+    not_the_model = [] if graph is None else graph.problems(model)
+    problems = [f"{path}: " + "; ".join(not_the_model)] if not_the_model else []
+    problems += [f"{path} on {name}: " + "; ".join(found) for name, figures in per_backend.items()
+                 if (found := _failures(figures, metadata["precision"], min_agreement,
+                                        max_accuracy_drop, rtol))]
     worst = max(per_backend.values(), key=lambda f: f["max_score_error"])
     result = {"path": str(path), "format": info["format"], "precision": metadata["precision"],
               "size_bytes": info["size_bytes"], "backends": names, **worst,
               "problems": problems, "per_backend": per_backend}
-    quantization = metadata.get("quantization") or {}
     if quantization.get("mode") == "static":
         result["clipped"] = clipped_fraction(model, X, quantization)
     return result
