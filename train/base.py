@@ -8,7 +8,7 @@ import os
 
 import numpy as np
 import torch
-from sklearn.base import BaseEstimator, ClassifierMixin, TransformerMixin
+from sklearn.base import BaseEstimator, ClassifierMixin, ClassNamePrefixFeaturesOutMixin, TransformerMixin
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 
@@ -18,7 +18,7 @@ from lastedge.runtime.model import FLOAT32_MAX, check_input, in_row_blocks
 
 from . import problem
 from .objective import atom_votes
-from .params import check_n_atoms_and_preprocess, check_n_jobs, check_number, check_step_sizes
+from .params import check_n_atoms_and_preprocess, check_n_jobs, check_number, check_step_sizes, python_scalar
 
 
 def validate_fit_data(estimator: BaseEstimator, X, y) -> tuple[np.ndarray, np.ndarray]:
@@ -51,7 +51,7 @@ def recorded_params(estimator: BaseEstimator) -> dict:
     their repr."""
     params = {}
     for name, value in estimator.get_params().items():
-        value = value.item() if isinstance(value, np.generic) else value
+        value = python_scalar(value)
         params[name] = value if isinstance(value, (int, float, str, bool, type(None))) else repr(value)
     return params
 
@@ -90,10 +90,13 @@ class ModelBackedClassifier:
         return float(zeros.sum() / (len(X) * model.n_atoms))
 
 
-class SoftThresholdBase(ModelBackedClassifier, TransformerMixin, ClassifierMixin, BaseEstimator):
+class SoftThresholdBase(ModelBackedClassifier, ClassNamePrefixFeaturesOutMixin, TransformerMixin,
+                        ClassifierMixin, BaseEstimator):
     """Base of the estimators: classifiers whose ``transform`` gives the soft-threshold features.
 
-    Subclasses declare their parameters and implement ``fit``.
+    Subclasses declare their parameters and implement ``fit``. The features are new ones, one per
+    atom, so ``get_feature_names_out`` names them after the class (``lastclassifier0, ...``), as
+    scikit-learn's PCA does, for pipelines and ``ColumnTransformer``.
     """
 
     def __sklearn_tags__(self):
@@ -144,16 +147,24 @@ class SoftThresholdBase(ModelBackedClassifier, TransformerMixin, ClassifierMixin
             torch.set_flush_denormal(flushing)
 
     def _prepare(self, X: np.ndarray, y_index: np.ndarray, rng: np.random.RandomState):
-        """Preprocess, build heads/signs/groups and the start point. Returns numpy arrays.
+        """Preprocess, build heads/signs/groups and the start point. Returns numpy arrays."""
+        Z = self._preprocessed(X)
+        return (Z, *self._start_point(Z, y_index, rng))
+
+    def _preprocessed(self, X: np.ndarray) -> np.ndarray:
+        """Fit ``preprocess_`` on ``X`` and return the training rows ``Z`` (float32).
 
         ``Z`` is writable: "none" passes float32 rows through, and torch warns of undefined
         behaviour on read-only memory (a memory map, joblib's copies for ``n_jobs`` searches).
         """
         self.preprocess_ = Preprocess.fit(self.preprocess, X)
-        Z = np.require(self.preprocess_.apply(X), requirements="W")
+        return np.require(self.preprocess_.apply(X), requirements="W")
+
+    def _start_point(self, Z: np.ndarray, y_index: np.ndarray, rng: np.random.RandomState):
+        """``(targets, groups, U0, v0)``: heads, signs/groups and the start point on rows ``Z``."""
         targets, groups = self._layout(y_index)
         U0, v0 = problem.initial_atoms(Z, targets, groups, rng, self.init_active_fraction)
-        return Z, targets, groups, U0, v0
+        return targets, groups, U0, v0
 
     def _layout(self, y_index: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """One-vs-all heads (one head for two classes): ``targets`` [H, m], ``groups`` [H, N, 2]."""
@@ -188,6 +199,7 @@ class SoftThresholdBase(ModelBackedClassifier, TransformerMixin, ClassifierMixin
             self.coef_ = np.zeros((n_heads * n_atoms, n_heads), dtype=np.float32)
             for h in range(n_heads):
                 self.coef_[h * n_atoms:(h + 1) * n_atoms, h] = signed_v[h]
+        self._n_features_out = self.dictionary_.shape[1]  # transform's width, for get_feature_names_out
         self.fit_time_ = fit_seconds
         self.model_ = Model(self.dictionary_, self.coef_, self.classes_, 1.0, self.preprocess_,
                             self._model_meta())

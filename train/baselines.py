@@ -16,7 +16,7 @@ import time
 import warnings
 
 import numpy as np
-from sklearn.base import BaseEstimator, ClassifierMixin, TransformerMixin
+from sklearn.base import BaseEstimator, ClassifierMixin, ClassNamePrefixFeaturesOutMixin, TransformerMixin
 from sklearn.cluster import KMeans
 from sklearn.decomposition import MiniBatchDictionaryLearning
 from sklearn.exceptions import ConvergenceWarning
@@ -44,7 +44,8 @@ DICTIONARY_EPOCHS = 20
 _SEARCH_MAX_ITER, _FINAL_MAX_ITER = 1_000, 10_000
 
 
-class SoftThresholdEncoderSVM(ModelBackedClassifier, ClassifierMixin, TransformerMixin, BaseEstimator):
+class SoftThresholdEncoderSVM(ModelBackedClassifier, ClassifierMixin, ClassNamePrefixFeaturesOutMixin,
+                              TransformerMixin, BaseEstimator):
     """Fixed dictionary + soft threshold ``max(0, D^T z - alpha)`` + linear SVM (the paper's baseline).
 
     Parameters
@@ -148,6 +149,7 @@ class SoftThresholdEncoderSVM(ModelBackedClassifier, ClassifierMixin, Transforme
         self.fit_time_ = time.perf_counter() - start
         self.model_ = self._build_model()
         self.dictionary_, self.coef_ = self.model_.dictionary, self.model_.weights
+        self._n_features_out = self.atoms_.shape[1]  # one code per atom, for get_feature_names_out
         return self
 
     def _build_dictionary(self, Z: np.ndarray, y_index: np.ndarray,

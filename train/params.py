@@ -15,6 +15,13 @@ from lastedge.runtime.model import FLOAT32_MAX  # training computes in float32 t
 from lastedge.runtime.preprocess import KINDS
 
 
+def python_scalar(value: Any) -> Any:
+    """A numpy scalar as the Python number of its kind (``np.int64(4)`` -> ``4``, ``np.float32``
+    -> float), so parameters taken from numpy grids are set and recorded as plain numbers; any
+    other value as it is."""
+    return value.item() if isinstance(value, np.generic) else value
+
+
 def check_number(estimator: Any, name: str, *, integer: bool = False, low: float | None = None,
                  high: float | None = None, open_low: bool = False, open_high: bool = False,
                  also: tuple[str | None, ...] = ()) -> None:

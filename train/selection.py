@@ -14,6 +14,8 @@ from typing import Any
 import numpy as np
 from sklearn.model_selection import GridSearchCV, StratifiedShuffleSplit
 
+from .params import python_scalar
+
 
 def holdout_split(fraction: float, seed: int | None) -> StratifiedShuffleSplit:
     """One stratified split that holds out ``fraction`` of the rows (for fits too slow to repeat)."""
@@ -27,15 +29,17 @@ def choose_params(estimator: Any, grid: Mapping[str, Sequence[float]], X: np.nda
 
     The accuracy is averaged over the splits of ``cv`` (a fold count or a splitter such as
     :func:`holdout_split`). Candidates come in increasing values, the last name varying fastest,
-    and ties keep the first: the smallest values. Nothing is refitted on all rows.
+    and ties keep the first: the smallest values. Each value keeps its type (numpy scalars become
+    the Python number of their kind): integer parameters such as ``n_atoms`` refuse ``4.0``.
+    Nothing is refitted on all rows.
     """
     if not grid or not all(len(values) for values in grid.values()):
         raise ValueError(f"choosing parameters needs at least one candidate value for each, got {dict(grid)}")
     names = sorted(grid)
-    ordered = {name: sorted(float(value) for value in grid[name]) for name in names}
+    ordered = {name: sorted(python_scalar(value) for value in grid[name]) for name in names}
     search = GridSearchCV(estimator, ordered, cv=cv, refit=False, error_score="raise", verbose=verbose)
     search.fit(X, y)
-    candidates = [({name: float(params[name]) for name in names}, float(score))
+    candidates = [({name: params[name] for name in names}, float(score))
                   for params, score in zip(search.cv_results_["params"], search.cv_results_["mean_test_score"])]
     best = max(candidates, key=lambda candidate: candidate[1])  # max keeps the first of equals
     return best[0], candidates

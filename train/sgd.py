@@ -15,6 +15,8 @@ import numpy as np
 import torch
 from sklearn.utils.validation import check_random_state
 
+from lastedge.runtime.model import FLOAT32_MAX
+
 from . import objective
 from .base import SoftThresholdBase
 from .params import check_number
@@ -25,6 +27,9 @@ from .subproblem import Data, full_objective
 DEFAULT_STEPS = {"sgd": (0.1, 0.01, 0.001, 0.0001), "adam": (0.01, 0.001, 0.0001)}
 _CHECKPOINTS = 50  # objective evaluations recorded in ``history_``
 ADAM_EPS = 1e-8  # torch's default, for unit-norm rows
+# Rows' scales r trained on as they are: r**2 and 1 / r**2 stay a million-fold inside float32's
+# normal range (see ``training_scale``).
+TRAINABLE_SCALES = (1e-16, 1e16)
 
 
 class SGDSoftThresholdClassifier(SoftThresholdBase):
@@ -47,6 +52,8 @@ class SGDSoftThresholdClassifier(SoftThresholdBase):
         (SGD) or ``1 / r`` (Adam, whose ``eps`` on ``U`` is multiplied by ``r``), the step on ``v``
         is not. The start atoms scale like ``1 / r`` and the gradient in ``U`` like ``r``, so
         training on ``c * X`` gives the same classifier as on ``X``: one grid fits any data scale.
+        Rows of a scale float32 cannot follow so (near 1e38 or 1e-38) are trained on divided by
+        ``r``, the same descent (see :func:`training_scale`).
     validation_fraction : float, default=0.1
         Held-out share used to choose the step; each candidate runs ``max_iter // 5`` iterations.
 
@@ -94,7 +101,12 @@ class SGDSoftThresholdClassifier(SoftThresholdBase):
         start = time.perf_counter()
         X, y_index = self._validate_fit_data(X, y)
         rng = check_random_state(self.random_state)
-        Z, targets, groups, U0, v0 = self._prepare(X, y_index, rng)
+        Z = self._preprocessed(X)
+        row_scale = training_scale(Z, self.eps)
+        if row_scale != 1.0:  # in float64: 1 / row_scale may be beyond float32
+            Z = (Z.astype(np.float64) / row_scale).astype(np.float32)
+        mu = _rescaled_mu(self.mu, row_scale)
+        targets, groups, U0, v0 = self._start_point(Z, y_index, rng)
         steps = DEFAULT_STEPS[self.optimizer] if self.step_sizes is None else tuple(self.step_sizes)
         r = root_mean_square_norm(Z)
         held_out = rng.rand(len(Z)) < self.validation_fraction
@@ -109,20 +121,24 @@ class SGDSoftThresholdClassifier(SoftThresholdBase):
             trial_iter = max(1, int(self.max_iter) // 5)
             errors = []
             for step in steps:
-                U, v, _ = self._descend(Zt[fit_rows], Tt[:, fit_rows], Gt, U0t, v0t, step, r,
+                U, v, _ = self._descend(Zt[fit_rows], Tt[:, fit_rows], Gt, U0t, v0t, step, r, mu,
                                         trial_iter, seed, progress=None)
                 errors.append(_error_rate(Zt[val_rows], Tt[:, val_rows], U, v, Gt))
             self.step_ = steps[int(np.argmin(errors))]
             with progress_bar(_CHECKPOINTS, f"{self.optimizer.upper()} baseline", self.verbose) as report:
-                U, v, self.history_ = self._descend(Zt, Tt, Gt, U0t, v0t, self.step_, r,
+                U, v, self.history_ = self._descend(Zt, Tt, Gt, U0t, v0t, self.step_, r, mu,
                                                     int(self.max_iter), seed, progress=report)
         _check_not_diverged(U, v, self.step_)
         self.n_iter_ = int(self.max_iter)
-        self._store_solution(U.cpu().numpy(), v.cpu().numpy(), groups, time.perf_counter() - start)
+        U = U.cpu().numpy()
+        if row_scale != 1.0:  # the atoms of the rows as given: U / row_scale, kept in float64
+            U = _atoms_of_rows_as_given(U, v.cpu().numpy(), row_scale, self.eps)
+        self._store_solution(U, v.cpu().numpy(), groups, time.perf_counter() - start)
         return self
 
-    def _descend(self, Z, targets, groups, U0, v0, step, r, n_iter, seed, progress):
-        """Projected minibatch descent on (P) / m, ``r`` the rows' scale; returns (U, v, objective history)."""
+    def _descend(self, Z, targets, groups, U0, v0, step, r, mu, n_iter, seed, progress):
+        """Projected minibatch descent on (P) / m with weight decay ``mu``, ``r`` the rows' scale;
+        returns (U, v, objective history)."""
         U = U0.clone().requires_grad_(True)
         v = v0.clone().requires_grad_(True)
         # U's gradient scales like r and U like 1 / r: its step (and Adam's eps) follow the scale
@@ -138,7 +154,7 @@ class SGDSoftThresholdClassifier(SoftThresholdBase):
         history, start = [], time.perf_counter()
         for t, rows in enumerate(batches, start=1):
             loss = objective.hinge_losses(Z[rows], targets[:, rows], U, v, groups, self.beta).mean(1)
-            loss = (loss + objective.regulariser(U, v, self.nu, self.mu) / m).sum()
+            loss = (loss + objective.regulariser(U, v, self.nu, mu) / m).sum()
             optimizer.zero_grad(set_to_none=True)
             loss.backward()
             optimizer.step()
@@ -149,12 +165,57 @@ class SGDSoftThresholdClassifier(SoftThresholdBase):
             if progress is not None and (t % checkpoint == 0 or t == n_iter):
                 with torch.no_grad():
                     # chunked over rows: one [H, m, N] tensor of all rows would not fit MNIST-size data
-                    value = full_objective(Data(Z, targets, groups), U, v, self.beta, self.nu,
-                                           self.mu).sum()
+                    value = full_objective(Data(Z, targets, groups), U, v, self.beta, self.nu, mu).sum()
                 history.append({"objective": float(value), "iteration": t,
                                 "time": time.perf_counter() - start})
                 progress(len(history) - 1, value)
         return U.detach(), v.detach(), history
+
+
+def training_scale(Z: np.ndarray, eps: float) -> float:
+    """What ``fit`` divides the rows by: 1, or their scale ``r`` (:func:`root_mean_square_norm`)
+    when float32 cannot train on them as they are.
+
+    The start responses grow like ``r**2`` and the step on ``U`` like ``1 / r**2``; beyond
+    ``TRAINABLE_SCALES`` one of them leaves float32 (raw rows near 1e38 or 1e-38 with
+    ``preprocess="none"``: the responses overflow, or the step cannot be held), so ``fit`` trains
+    on ``Z / r`` instead, with the weight decay ``mu / r**2``, and divides the atoms by ``r``
+    after. In exact arithmetic that is the same descent (start point, steps and objective), and
+    rows inside the range keep their results bit for bit. A ValueError, before any training, when
+    the rows are so short that atoms whose threshold falls to ``eps`` would overflow float32.
+    """
+    r = root_mean_square_norm(Z)
+    if TRAINABLE_SCALES[0] <= r <= TRAINABLE_SCALES[1]:
+        return 1.0
+    if r * eps * FLOAT32_MAX < 1:
+        raise _atoms_beyond_float32(r, eps)
+    return r
+
+
+def _rescaled_mu(mu: float, row_scale: float) -> float:
+    """The weight decay on the atoms of rows divided by ``row_scale``: ``mu / row_scale**2``, or a
+    ValueError when float32 cannot hold it (tiny rows need huge atoms, whose decay overflows)."""
+    scaled = float(mu) / row_scale**2
+    if scaled > FLOAT32_MAX:
+        raise ValueError(f"mu={mu!r} cannot train on rows of scale {row_scale:.3g}: the weight decay "
+                         f"(mu/2)||U||^2 of their atoms (of scale {1 / row_scale:.3g}) overflows "
+                         "float32; use mu=0, rescale X or a preprocess other than 'none'")
+    return scaled
+
+
+def _atoms_of_rows_as_given(U: np.ndarray, v: np.ndarray, row_scale: float, eps: float) -> np.ndarray:
+    """``U / row_scale`` in float64 (the atoms of the rows before :func:`training_scale`), or a
+    ValueError when the model's atoms ``D = U / v`` would overflow float32."""
+    U = U.astype(np.float64) / row_scale
+    if not np.all(np.abs(U / v[:, None, :]) <= FLOAT32_MAX):
+        raise _atoms_beyond_float32(row_scale, eps)
+    return U
+
+
+def _atoms_beyond_float32(row_scale: float, eps: float) -> ValueError:
+    return ValueError(f"rows of scale {row_scale:.3g} need atoms beyond float32's range: atoms scale like "
+                      f"1 / (v r), and the thresholds v go down to eps={eps:g}; rescale X, use a "
+                      "preprocess other than 'none' or a larger eps")
 
 
 def root_mean_square_norm(Z: np.ndarray) -> float:

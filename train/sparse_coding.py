@@ -12,7 +12,7 @@ from __future__ import annotations
 import warnings
 
 import numpy as np
-from sklearn.base import BaseEstimator, ClassifierMixin, TransformerMixin
+from sklearn.base import BaseEstimator, ClassifierMixin, ClassNamePrefixFeaturesOutMixin, TransformerMixin
 from sklearn.decomposition import sparse_encode
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.model_selection import StratifiedKFold, cross_val_score
@@ -27,7 +27,7 @@ from .params import check_n_atoms_and_preprocess, check_number
 _C_FOLDS = 3  # cross-validation folds that choose C when it is None
 
 
-class SparseCodingSVM(ClassifierMixin, TransformerMixin, BaseEstimator):
+class SparseCodingSVM(ClassifierMixin, ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
     """l1 dictionary learning + lasso codes + linear SVM (the paper's sparse coding baseline).
 
     Parameters
@@ -80,6 +80,7 @@ class SparseCodingSVM(ClassifierMixin, TransformerMixin, BaseEstimator):
         codes /= self.feature_scale_
         self.C_ = self.C if self.C is not None else _best_C(codes, y_index, self.classes_, rng)
         self.svm_ = linear_svm(self.C_, rng).fit(codes, y_index)
+        self._n_features_out = self.atoms_.shape[1]  # one code per atom, for get_feature_names_out
         return self
 
     def _encode(self, Z: np.ndarray) -> np.ndarray:
