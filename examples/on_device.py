@@ -30,8 +30,11 @@ def main(argv: list[str]) -> int:
         model = load(argv[0], threads=1)
         source = open(argv[1], "rb") if len(argv) == 2 else sys.stdin.buffer  # decoded line by line
     except (OSError, ValueError, ImportError) as err:  # no such file, a damaged model, no backend
-        print(err, file=sys.stderr)
+        print(_one_line(err), file=sys.stderr)
         return 1
+    if len(argv) == 1 and sys.stdin.isatty():  # else it waits silently, as if it hung
+        print(f"reading rows from the terminal: {model.n_features} comma-separated numbers a line, Ctrl-D ends",
+              file=sys.stderr, flush=True)
 
     latencies_us = []
     try:
@@ -44,10 +47,20 @@ def main(argv: list[str]) -> int:
         status = 130
     if status != 1 and latencies_us:
         p50, p99 = np.percentile(latencies_us, [50, 99])
-        print(f"{len(latencies_us)} rows on {model.backend} ({model.precision}): "
+        rows = f"{len(latencies_us)} row{'s' if len(latencies_us) > 1 else ''}"
+        print(f"{rows} on {model.backend} ({model.precision}): "
               f"p50 {p50:.0f} us, p99 {p99:.0f} us, max {max(latencies_us):.0f} us per row",
               file=sys.stderr)
     return status
+
+
+def _one_line(err: Exception) -> str:
+    """The error as one line; a file that cannot be opened is named without its errno."""
+    if isinstance(err, FileNotFoundError) and err.filename:
+        return f"no such file: {err.filename}"
+    if isinstance(err, OSError) and err.filename and err.strerror:
+        return f"cannot open {err.filename}: {err.strerror}"
+    return str(err)
 
 
 def classify(model: Predictor, source: BinaryIO, latencies_us: list[float]) -> int:

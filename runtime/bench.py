@@ -19,7 +19,7 @@ import time
 from contextlib import contextmanager, suppress
 from importlib import metadata
 from pathlib import Path
-from typing import Any, Iterator, Sequence
+from typing import Any, Callable, Iterator, Sequence
 
 import numpy as np
 
@@ -35,7 +35,8 @@ def bench(sources: Sequence[str | os.PathLike | Predictor], *, batch_sizes: Sequ
           runs: int | None = None, seconds: float | None = None, warmup: int = 10,
           threads: int | None = None, backend: str | None = None,
           cpus: Sequence[int] | None = None, X: np.ndarray | None = None,
-          seed: int = 0) -> list[dict[str, Any]]:
+          seed: int = 0, progress: Callable[[str, float | None], None] | None = None
+          ) -> list[dict[str, Any]]:
     """Benchmark model files (or loaded ``Predictor``s) side by side; one result dict per source.
 
     Parameters
@@ -48,6 +49,8 @@ def bench(sources: Sequence[str | os.PathLike | Predictor], *, batch_sizes: Sequ
     threads, backend : passed to ``load`` for paths.
     cpus : pin the process to these cores while benchmarking (emulates a small device; Linux).
     X : rows to feed (tiled to the batch size); default standard-normal rows from ``seed``.
+    progress : called before each batch size's timed calls with a one-line description and their
+        expected seconds (None when unknown), so that a command can show long work; None: silent.
     """
     runs, seconds = _check_budget(runs, seconds)
     batch_sizes = _check_batch_sizes(batch_sizes)
@@ -59,9 +62,14 @@ def bench(sources: Sequence[str | os.PathLike | Predictor], *, batch_sizes: Sequ
             row, predictor = _load(source, backend=backend, threads=threads, seed=seed, X=X)
             rows.append(row)
             predictors.append(predictor)
-        for batch in batch_sizes:
+        for i, batch in enumerate(batch_sizes, 1):
             inputs = [_batch(p.n_features, batch, X, seed) for p in predictors]
             warm = [_time_calls(p, Xb, warmup) for p, Xb in zip(predictors, inputs)]
+            if progress is not None:
+                expected = _expected_seconds(warm, runs, seconds)
+                about = "" if expected is None else f", about {_seconds_text(expected)}"
+                files = f"{len(predictors)} file{'s' if len(predictors) > 1 else ''}"
+                progress(f"batch {batch} ({i} of {len(batch_sizes)}): timing {files}{about}", expected)
             timed = _alternating_rounds(predictors, inputs, runs, seconds)
             for row, w, t in zip(rows, warm, timed):
                 row["batches"].append({"batch_size": batch, "warmup_mean_us": _mean(w),
@@ -115,6 +123,21 @@ def _alternating_rounds(predictors: list[Predictor], inputs: list[np.ndarray],
             else:
                 times[i] += _time_for(predictors[i], inputs[i], seconds / rounds)
     return times
+
+
+def _expected_seconds(warm: list[list[float]], runs: int | None, seconds: float | None
+                      ) -> float | None:
+    """Seconds the timed calls of one batch size should take, from each file's warmup mean: the
+    budget (or one call per round, when that is longer), or ``runs`` calls (None without warmup)."""
+    if runs is None:
+        return sum(max(seconds, ROUNDS * _mean(w) / 1e6) if w else seconds for w in warm)
+    if not all(warm):
+        return None
+    return runs * sum(_mean(w) for w in warm) / 1e6
+
+
+def _seconds_text(seconds: float) -> str:
+    return f"{seconds:.0f} s" if seconds >= 10 else f"{seconds:.2g} s"
 
 
 def _time_calls(predictor: Predictor, X: np.ndarray, count: int) -> list[float]:
@@ -214,11 +237,25 @@ def pinned(cpus: Sequence[int] | None) -> Iterator[None]:
             os.sched_setaffinity(thread, set(cpus))
     except (OSError, ValueError) as err:
         _set_affinities(before)
-        raise ValueError(f"cannot pin to cpus {sorted(cpus)}: {err}") from None
+        reason = getattr(err, "strerror", None) or str(err)
+        raise ValueError(f"cannot pin to cpus {sorted(cpus)}: {reason[:1].lower()}{reason[1:]}; this "
+                         f"process runs on cores {_core_ranges(set().union(*before.values()))} "
+                         "(numbered from 0)") from None
     try:
         yield
     finally:
         _set_affinities(before)
+
+
+def _core_ranges(cores: set[int]) -> str:
+    """Core numbers as ``--cpus`` takes them: {0, 1, 2, 5} -> '0-2,5'."""
+    parts: list[list[int]] = []
+    for core in sorted(cores):
+        if parts and parts[-1][1] == core - 1:
+            parts[-1][1] = core
+        else:
+            parts.append([core, core])
+    return ",".join(str(a) if a == b else f"{a}-{b}" for a, b in parts)
 
 
 def _threads() -> list[int]:
@@ -297,14 +334,15 @@ def _read(path: str) -> str | None:
 
 
 def cpu_model(cpuinfo: str | None) -> str:
-    """'model name' from ``/proc/cpuinfo`` text (x86), the board model (Raspberry Pi), else platform."""
+    """The board (a Raspberry Pi's: ``/proc/cpuinfo``'s 'Model' line or the device tree), else the
+    CPU's 'model name' (x86), else the platform. The board comes first: a 32-bit Pi OS names
+    every Pi's CPU "ARMv7 Processor rev 4 (v7l)", which does not say which Pi ran the numbers."""
+    fields: dict[str, str] = {}
     for line in (cpuinfo or "").splitlines():
-        if line.startswith("model name"):
-            return line.split(":", 1)[1].strip()
-    board = _read("/proc/device-tree/model")
-    if board is not None:
-        return board.strip("\x00\n ")
-    return platform.processor() or platform.machine()
+        key, _, value = line.partition(":")
+        fields.setdefault(key.strip(), value.strip())
+    board = fields.get("Model") or (_read("/proc/device-tree/model") or "").strip("\x00\n ")
+    return board or fields.get("model name") or platform.processor() or platform.machine()
 
 
 def _version(dist: str) -> str | None:

@@ -82,6 +82,9 @@ def _register_bench(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--backend", default=None,
                         help="force a backend: numpy, onnxruntime, litert, tflite_runtime")
     parser.add_argument("--json", action="store_true", help="print JSON, one object per file")
+    parser.add_argument("--quiet", action="store_true",
+                        help="no progress lines on stderr (shown on a terminal, or when a batch size "
+                             f"takes {LONG_BENCH_S:.0f} s or more)")
     parser.add_argument("--plot", default=None, metavar="PATH",
                         help="also draw the latencies (p50, p90, p99 per file and batch size) to this "
                              ".png/.pdf/.svg file (needs matplotlib)")
@@ -98,7 +101,8 @@ def run_bench(args: argparse.Namespace) -> int:
 
         check_figure_path(args.plot)
     rows = bench(args.files, batch_sizes=args.batch, runs=args.runs, seconds=args.seconds,
-                 warmup=args.warmup, threads=args.threads, backend=args.backend, cpus=args.cpus)
+                 warmup=args.warmup, threads=args.threads, backend=args.backend, cpus=args.cpus,
+                 progress=None if args.quiet else _show_progress)
     print(json_text(rows) if args.json else format_table(rows))
     if args.plot is not None:
         from lastedge.figures import latency_chart
@@ -107,6 +111,18 @@ def run_bench(args: argparse.Namespace) -> int:
         if not args.json:
             print(f"latency chart: {chart}")
     return 0
+
+
+# Seconds of timing per batch size from which bench shows its progress even off a terminal (a log,
+# ``ssh pi lastedge bench ...``): many files, batch sizes and a long --seconds print nothing for minutes.
+LONG_BENCH_S = 5.0
+
+
+def _show_progress(line: str, expected_s: float | None) -> None:
+    """One progress line of ``bench`` on stderr, on a terminal or for long timing (stdout, the
+    table or the JSON, stays clean)."""
+    if sys.stderr.isatty() or (expected_s is not None and expected_s >= LONG_BENCH_S):
+        print(f"lastedge bench: {line}", file=sys.stderr, flush=True)
 
 
 def _int_list(text: str) -> list[int]:
@@ -280,12 +296,17 @@ def _predict_rows(args: argparse.Namespace, n_features: int, image_size: tuple[i
         reconfigure = getattr(sys.stdin, "reconfigure", None)  # absent on a StringIO
         if reconfigure is not None:  # UTF-8 as CSV files: a C locale let Latin-1 "café" in as "caf\udce9"
             reconfigure(encoding="utf-8", errors="strict")
+        if sys.stdin.isatty():  # else it waits silently, as if it hung
+            print("lastedge predict: reading CSV rows from stdin (end them with Ctrl-D)", file=sys.stderr,
+                  flush=True)
         X, y = load_csv(sys.stdin, None if args.no_labels else args.label_column)
+        _check_csv_width(X, y is not None, n_features, "stdin")
         return X, y, "CSV rows from stdin", None
     if is_csv:
         if not path.is_file():
             raise ValueError(f"no such data file: {args.data}")
         X, y = load_csv(args.data, None if args.no_labels else args.label_column)
+        _check_csv_width(X, y is not None, n_features, args.data)
         return X, y, f"{args.data}, all rows", None
     loose = image_files(path) if path.is_dir() and not class_folders(path) else []
     if loose or (path.is_file() and path.suffix.lower() in IMAGE_SUFFIXES):
@@ -304,6 +325,18 @@ def _predict_rows(args: argparse.Namespace, n_features: int, image_size: tuple[i
     if images:
         X = _fitted_images(X, data.image_shape, n_features)
     return X, y, f"{data.name}, {part}", None
+
+
+def _check_csv_width(X: np.ndarray, labelled: bool, n_features: int, name: str) -> None:
+    """Name the option that fixes a CSV one column off the model's width: a forgotten or a
+    wrong ``--no-labels`` (a plain "X has 63 features, the model expects 64" did not)."""
+    columns = X.shape[1] + labelled
+    if labelled and columns == n_features:
+        raise ValueError(f"{name} has {columns} columns, the model's {n_features} features and no label "
+                         "column: add --no-labels")
+    if not labelled and columns == n_features + 1:
+        raise ValueError(f"{name} has {columns} columns, one more than the model's {n_features} features: "
+                         "if one is the label column, drop --no-labels (--label-column names it)")
 
 
 # Pillow's convert("L") weights (ITU-R 601-2 luma), for colour images given to a grey model.

@@ -11,6 +11,7 @@ other core was busy. Measure your device with ``lastedge bench --threads N`` bef
 from __future__ import annotations
 
 import os
+import platform
 from pathlib import Path
 
 from .backends import NumpyPredictor, OnnxPredictor, Predictor, TFLitePredictor
@@ -73,10 +74,18 @@ def _check_threads(threads: int | None) -> int:
     return threads
 
 
+# Machines that ai-edge-litert has no wheels for, where tflite-runtime is the interpreter to install.
+ARM_32_BIT = ("armv6l", "armv7l")
+
+
 def _first_installed(kind: str) -> str:
     for backend in BACKENDS[kind]:
         if backend == "numpy" or _installed(backend):
             return backend
+    if kind == "tflite" and platform.machine() in ARM_32_BIT:  # "lastedge[tflite]" fails to install
+        raise ImportError(f"no TFLite interpreter is installed: pip install tflite-runtime 'numpy<2' "
+                          f"(ai-edge-litert has no wheels for 32-bit Arm, {platform.machine()}; "
+                          "Python <= 3.11), or run the .npz model on numpy")
     raise ImportError(_EXTRA[BACKENDS[kind][0]])
 
 

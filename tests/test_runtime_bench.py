@@ -14,6 +14,8 @@ from lastedge.cli import main
 from lastedge.runtime import bench, format_table, load
 from lastedge.runtime.bench import cpu_model, int8_dot_product, statistics
 
+bench_module = sys.modules["lastedge.runtime.bench"]  # the package's ``bench`` is the function
+
 ROW_KEYS = {"schema", "file", "file_size_bytes", "backend", "precision", "threads", "n_features",
             "n_outputs", "macs_per_sample", "load_ms", "first_inference_us", "rss_load_mib",
             "batches", "peak_rss_mib", "machine"}
@@ -135,9 +137,22 @@ def test_int8_dot_product_is_read_from_the_cpu_features(cpuinfo, expected):
     assert int8_dot_product(cpuinfo) is expected
 
 
-def test_cpu_model_is_the_model_name_line_else_the_platform():
+def test_cpu_model_is_the_model_name_line_else_the_platform(monkeypatch):
+    monkeypatch.setattr(bench_module, "_read", lambda path: None)  # no device tree, as on x86
     assert cpu_model(X86_AVX2) == "AMD EPYC"
-    assert cpu_model(PI4) and cpu_model(None)  # the board (on a Pi) or the platform: never empty
+    assert cpu_model(PI4) and cpu_model(None)  # the platform: never empty
+
+
+PI3_32BIT = ("processor\t: 0\nmodel name\t: ARMv7 Processor rev 4 (v7l)\nFeatures\t: half thumb neon\n"
+             "Hardware\t: BCM2835\nRevision\t: a02082\nModel\t\t: Raspberry Pi 3 Model B Rev 1.2\n")
+
+
+def test_cpu_model_names_a_pi_by_its_board(monkeypatch):
+    """A 32-bit Pi OS names every Pi's CPU "ARMv7 Processor rev 4 (v7l)", which bench printed."""
+    monkeypatch.setattr(bench_module, "_read", lambda path: None)  # a container: no device tree
+    assert cpu_model(PI3_32BIT) == "Raspberry Pi 3 Model B Rev 1.2"
+    monkeypatch.setattr(bench_module, "_read", lambda path: "Raspberry Pi 5 Model B Rev 1.0\x00")
+    assert cpu_model(PI5) == "Raspberry Pi 5 Model B Rev 1.0"
 
 
 def test_cli_bench_table_and_json(paths, capsys):
@@ -202,3 +217,63 @@ def test_cli_a_reversed_core_range_is_a_usage_error(paths, capsys, cpus, part):
         main(["bench", str(paths["m.npz"]), "--runs", "2", "--cpus", cpus])
     assert exit_.value.code == 2
     assert f"argument --cpus: {part} names no core: give the lower core first" in capsys.readouterr().err
+
+
+def test_bench_reports_each_batch_size_before_timing_it(paths):
+    """Many files x batch sizes x a long --seconds ran for minutes without a sign of life."""
+    files = [paths["m.npz"], paths["m.npz"]]
+    seen = []
+    bench(files, batch_sizes=(1, 4), seconds=0.01, warmup=0, progress=lambda *line: seen.append(line))
+    assert seen == [("batch 1 (1 of 2): timing 2 files, about 0.02 s", pytest.approx(0.02)),
+                    ("batch 4 (2 of 2): timing 2 files, about 0.02 s", pytest.approx(0.02))]
+    seen.clear()
+    bench(files[:1], runs=3, warmup=2, progress=lambda *line: seen.append(line))  # from the warmup
+    ((line, expected),) = seen
+    assert line.startswith("batch 1 (1 of 1): timing 1 file, about ") and expected > 0
+    seen.clear()
+    bench(files[:1], runs=3, warmup=0, progress=lambda *line: seen.append(line))  # nothing to go by
+    assert seen == [("batch 1 (1 of 1): timing 1 file", None)]
+
+
+def test_the_expected_time_counts_one_call_per_round_of_slow_files():
+    from lastedge.runtime.bench import ROUNDS, _expected_seconds
+
+    slow, fast = [2e5, 2e5], [10.0]  # warmup calls, microseconds
+    assert _expected_seconds([slow, fast, []], None, 1.0) == pytest.approx(ROUNDS * 0.2 + 1 + 1)
+    assert _expected_seconds([slow, fast], 100, None) == pytest.approx(100 * (0.2 + 1e-5))
+
+
+def test_cli_bench_shows_progress_on_a_terminal_and_keeps_json_clean(paths, capsys, monkeypatch):
+    argv = ["bench", str(paths["m.npz"]), "--runs", "3", "--warmup", "0", "--json"]
+    assert main(argv) == 0
+    assert capsys.readouterr().err == ""  # off a terminal, a short run says nothing
+    monkeypatch.setattr(sys.stderr, "isatty", lambda: True)
+    assert main(argv) == 0
+    out, err = capsys.readouterr()
+    assert err == "lastedge bench: batch 1 (1 of 1): timing 1 file\n"
+    json.loads(out)
+    assert main([*argv, "--quiet"]) == 0
+    assert capsys.readouterr().err == ""
+
+
+def test_cli_bench_shows_progress_of_long_timing_off_a_terminal(paths, capsys, monkeypatch):
+    from lastedge.runtime import commands
+
+    monkeypatch.setattr(commands, "LONG_BENCH_S", 0.01)  # as 5 s of timing would
+    assert main(["bench", str(paths["m.npz"]), "--seconds", "0.02", "--batch", "1,2"]) == 0
+    assert capsys.readouterr().err.splitlines() == [
+        "lastedge bench: batch 1 (1 of 2): timing 1 file, about 0.02 s",
+        "lastedge bench: batch 2 (2 of 2): timing 1 file, about 0.02 s"]
+
+
+@pytest.mark.skipif(not hasattr(os, "sched_setaffinity"), reason="Linux only")
+def test_cli_a_core_the_process_cannot_use_names_the_ones_it_can(paths, capsys):
+    """It said "[Errno 22] Invalid argument", which did not say that a 4-core Pi's cores are 0-3."""
+    from lastedge.runtime.bench import _core_ranges
+
+    cores = os.sched_getaffinity(0)
+    assert main(["bench", str(paths["m.npz"]), "--runs", "2", "--cpus", str(max(cores) + 1)]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith(f"lastedge bench: error: cannot pin to cpus [{max(cores) + 1}]: invalid argument; ")
+    assert err.endswith(f"this process runs on cores {_core_ranges(cores)} (numbered from 0)\n")
+    assert _core_ranges({0, 1, 2, 5, 7, 8}) == "0-2,5,7-8" and _core_ranges({3}) == "3"

@@ -125,3 +125,39 @@ def test_on_device_example_stops_quietly_when_its_reader_does(files):
         proc.stdout.readline()  # as ``python on_device.py m.npz rows.csv | head -1``
         proc.stdout.close()
         assert proc.wait(60) == 0 and "Traceback" not in proc.stderr.read()
+
+
+@pytest.mark.parametrize("missing", ["model", "rows"])
+def test_on_device_example_names_a_missing_file_in_plain_words(files, tmp_path, missing):
+    """It printed "[Errno 2] No such file or directory: 'm.tflite'"."""
+    _, _, paths, csv = files
+    argv = [tmp_path / "m.tflite", csv] if missing == "model" else [paths["m.npz"], tmp_path / "rows.csv"]
+    result = subprocess.run([sys.executable, str(EXAMPLE), *map(str, argv)], capture_output=True, text=True)
+    assert result.returncode == 1 and result.stderr == f"no such file: {argv[0 if missing == 'model' else 1]}\n"
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="a pseudo-terminal")
+def test_on_device_example_asks_for_rows_typed_at_a_terminal(files):
+    """Run without a rows file and nothing piped in, it waited without a word, as if it hung."""
+    import os
+    import pty
+
+    model, X, paths, _ = files
+    terminal, keyboard = pty.openpty()
+    proc = subprocess.Popen([sys.executable, str(EXAMPLE), str(paths["m.npz"])], stdin=keyboard,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    os.close(keyboard)
+    try:
+        os.write(terminal, (",".join(map(repr, X[0].tolist())) + "\n").encode())
+        ready, _, _ = select.select([proc.stdout], [], [], 60)
+        assert ready and proc.stdout.readline().strip() == str(model.predict(X[:1])[0])
+        os.write(terminal, b"\x04")  # Ctrl-D
+        assert proc.wait(60) == 0
+        stderr = proc.stderr.read()
+        assert stderr.startswith("reading rows from the terminal: 24 comma-separated numbers a line, "
+                                 "Ctrl-D ends\n") and "1 row on numpy (fp32): p50" in stderr
+    finally:
+        proc.kill()
+        os.close(terminal)
+        proc.stdout.close()
+        proc.stderr.close()
