@@ -11,10 +11,11 @@ from __future__ import annotations
 
 import contextlib
 import csv
+import importlib
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TextIO
+from typing import Any, TextIO
 
 import numpy as np
 
@@ -64,9 +65,7 @@ def load_dataset(source: str, *, label_column: str | int = -1, test_size: float 
     if image_size is not None and (source == "digits" or not path.is_dir()):
         raise ValueError(f"an image size applies to image folders only, not to {source!r}")
     if source == "digits":
-        from sklearn.datasets import load_digits
-
-        X, y = load_digits(return_X_y=True)
+        X, y = _scikit_learn("datasets", "reading digits").load_digits(return_X_y=True)
         return _split(X, y, "digits", test_size, random_state, image_shape=(8, 8))
     if path.is_dir():
         return _load_folder(path, test_size, random_state, image_size)
@@ -279,6 +278,16 @@ def _is_number(text: str) -> bool:
     return True
 
 
+def _scikit_learn(module: str, what: str) -> Any:
+    """``sklearn.<module>``, or an ImportError saying that ``what`` needs scikit-learn alone: on a
+    device the runtime has no scikit-learn, and the extra that installs it for training
+    (``lastedge[train]``, named by the CLI's generic hint) would pull torch in too."""
+    try:
+        return importlib.import_module(f"sklearn.{module}")
+    except ImportError:
+        raise ImportError(f"{what} needs scikit-learn: pip install scikit-learn") from None
+
+
 def _is_int(text: str) -> bool:
     return re.fullmatch(r"[+-]?[0-9]+", text.strip()) is not None
 
@@ -286,8 +295,8 @@ def _is_int(text: str) -> bool:
 def _split(X: np.ndarray, y: np.ndarray, name: str, test_size: float, random_state: int,
            image_shape: tuple[int, ...] | None = None) -> Dataset:
     """Stratified train/test split; unstratified when a class has too few rows to stratify."""
-    from sklearn.model_selection import train_test_split
-
+    train_test_split = _scikit_learn("model_selection", f"splitting {name} into training and test "
+                                     "parts").train_test_split
     if len(X) < 2:
         raise ValueError(f"{name} has {len(X)} row(s); a train/test split needs at least 2")
     _, counts = np.unique(y, return_counts=True)

@@ -522,7 +522,23 @@ def test_a_missing_extra_is_named(capsys, tiny_model_file, monkeypatch):
     monkeypatch.setitem(sys.modules, "sklearn.datasets", None)  # as on a device: digits needs it
     code, _, err = run(capsys, "predict", tiny_model_file, "--data", "digits")
     assert code == 1
-    assert err == "lastedge predict: error: sklearn is not installed: pip install 'lastedge[train]'\n"
+    # scikit-learn alone: the train extra would pull torch onto the device too
+    assert err == "lastedge predict: error: reading digits needs scikit-learn: pip install scikit-learn\n"
+
+
+def test_a_source_to_split_without_scikit_learn_names_it_alone(capsys, tiny_model_file, monkeypatch, tmp_path):
+    pytest.importorskip("PIL")
+    from PIL import Image
+
+    for label in ("a", "b"):
+        (tmp_path / "photos" / label).mkdir(parents=True)
+        for i in range(2):
+            Image.fromarray(np.full((8, 8), 60 * i, np.uint8)).save(tmp_path / "photos" / label / f"{i}.png")
+    monkeypatch.setitem(sys.modules, "sklearn.model_selection", None)
+    code, _, err = run(capsys, "predict", tiny_model_file, "--data", tmp_path / "photos")
+    assert code == 1
+    assert err == ("lastedge predict: error: splitting photos into training and test parts needs scikit-learn: "
+                   "pip install scikit-learn\n")
 
 
 @pytest.mark.parametrize("fmt", ["onnx", "tflite"])
