@@ -62,22 +62,42 @@ def bench(sources: Sequence[str | os.PathLike | Predictor], *, batch_sizes: Sequ
             row, predictor = _load(source, backend=backend, threads=threads, seed=seed, X=X)
             rows.append(row)
             predictors.append(predictor)
-        for i, batch in enumerate(batch_sizes, 1):
-            inputs = [_batch(p.n_features, batch, X, seed) for p in predictors]
-            warm = [_time_calls(p, Xb, warmup) for p, Xb in zip(predictors, inputs)]
-            if progress is not None:
-                expected = _expected_seconds(warm, runs, seconds)
-                about = "" if expected is None else f", about {_seconds_text(expected)}"
-                files = f"{len(predictors)} file{'s' if len(predictors) > 1 else ''}"
-                progress(f"batch {batch} ({i} of {len(batch_sizes)}): timing {files}{about}", expected)
-            timed = _alternating_rounds(predictors, inputs, runs, seconds)
-            for row, w, t in zip(rows, warm, timed):
-                row["batches"].append({"batch_size": batch, "warmup_mean_us": _mean(w),
-                                       **statistics(t, batch)})
-        machine = machine_info()
-        for row in rows:
-            row["peak_rss_mib"] = peak_rss_mib()
-            row["machine"] = machine
+        try:
+            for i, batch in enumerate(batch_sizes, 1):
+                inputs = [_batch(p.n_features, batch, X, seed) for p in predictors]
+                warm = [_time_calls(p, Xb, warmup) for p, Xb in zip(predictors, inputs)]
+                if progress is not None:
+                    expected = _expected_seconds(warm, runs, seconds)
+                    about = "" if expected is None else f", about {_seconds_text(expected)}"
+                    files = f"{len(predictors)} file{'s' if len(predictors) > 1 else ''}"
+                    progress(f"batch {batch} ({i} of {len(batch_sizes)}): timing {files}{about}", expected)
+                timed = _alternating_rounds(predictors, inputs, runs, seconds)
+                results = [{"batch_size": batch, "warmup_mean_us": _mean(w), **statistics(t, batch)}
+                           for w, t in zip(warm, timed)]
+                for row, result in zip(rows, results):  # every file's, or none
+                    row["batches"].append(result)
+        except KeyboardInterrupt:
+            if not rows or not rows[0]["batches"]:  # nothing timed in full yet
+                raise
+            raise BenchInterrupted(_with_machine(rows)) from None
+        return _with_machine(rows)  # still pinned: the machine's usable cores are the pinned ones
+
+
+class BenchInterrupted(KeyboardInterrupt):
+    """Ctrl-C during :func:`bench` after at least one batch size was timed: ``rows`` holds the
+    results of every batch size timed in full (minutes of a slow device's work, not thrown away)."""
+
+    def __init__(self, rows: list[dict[str, Any]]):
+        super().__init__("interrupted")
+        self.rows = rows
+
+
+def _with_machine(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """``rows`` with the machine that timed them and the process's peak memory."""
+    machine = machine_info()
+    for row in rows:
+        row["peak_rss_mib"] = peak_rss_mib()
+        row["machine"] = machine
     return rows
 
 

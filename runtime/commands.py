@@ -94,15 +94,21 @@ def _register_bench(subparsers: argparse._SubParsersAction) -> None:
 def run_bench(args: argparse.Namespace) -> int:
     from lastedge.cli import json_text
 
-    from .bench import bench, format_table
+    from .bench import BenchInterrupted, bench, format_table
 
     if args.plot is not None:  # checked before measuring, which can take minutes
         from lastedge.figures import check_figure_path
 
         check_figure_path(args.plot)
-    rows = bench(args.files, batch_sizes=args.batch, runs=args.runs, seconds=args.seconds,
-                 warmup=args.warmup, threads=args.threads, backend=args.backend, cpus=args.cpus,
-                 progress=None if args.quiet else _show_progress)
+    try:
+        rows = bench(args.files, batch_sizes=args.batch, runs=args.runs, seconds=args.seconds,
+                     warmup=args.warmup, threads=args.threads, backend=args.backend, cpus=args.cpus,
+                     progress=None if args.quiet else _show_progress)
+    except BenchInterrupted as stopped:  # Ctrl-C: print what was timed in full, then stop as interrupted
+        print(json_text(stopped.rows) if args.json else format_table(stopped.rows))
+        timed = ", ".join(str(b["batch_size"]) for b in stopped.rows[0]["batches"])
+        print(f"lastedge bench: interrupted; the results are those of batch size(s) {timed}", file=sys.stderr)
+        return 130
     print(json_text(rows) if args.json else format_table(rows))
     if args.plot is not None:
         from lastedge.figures import latency_chart

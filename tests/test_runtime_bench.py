@@ -277,3 +277,37 @@ def test_cli_a_core_the_process_cannot_use_names_the_ones_it_can(paths, capsys):
     assert err.startswith(f"lastedge bench: error: cannot pin to cpus [{max(cores) + 1}]: invalid argument; ")
     assert err.endswith(f"this process runs on cores {_core_ranges(cores)} (numbered from 0)\n")
     assert _core_ranges({0, 1, 2, 5, 7, 8}) == "0-2,5,7-8" and _core_ranges({3}) == "3"
+
+
+def _interrupt_at(batch: int):
+    """A progress callback that presses Ctrl-C as batch size ``batch`` is about to be timed."""
+    def progress(line: str, expected_s: float | None) -> None:
+        if line.startswith(f"batch {batch} "):
+            raise KeyboardInterrupt
+    return progress
+
+
+def test_ctrl_c_keeps_the_batch_sizes_timed_in_full(paths):
+    """Minutes of a slow device's timing were thrown away by Ctrl-C."""
+    from lastedge.runtime.bench import BenchInterrupted
+
+    files = list(paths.values())
+    with pytest.raises(BenchInterrupted) as stopped:
+        bench(files, batch_sizes=(1, 7, 9), runs=5, warmup=1, progress=_interrupt_at(7))
+    rows = stopped.value.rows
+    assert [row["file"] for row in rows] == [str(f) for f in files]
+    assert all([b["batch_size"] for b in row["batches"]] == [1] and "machine" in row for row in rows)
+    with pytest.raises(KeyboardInterrupt) as nothing:  # before any batch size: nothing to keep
+        bench(files, batch_sizes=(1, 7), runs=5, warmup=1, progress=_interrupt_at(1))
+    assert not isinstance(nothing.value, BenchInterrupted)
+
+
+def test_cli_bench_interrupted_prints_what_it_timed_and_exits_130(paths, capsys, monkeypatch):
+    import lastedge.runtime.commands as commands
+
+    monkeypatch.setattr(commands, "_show_progress", _interrupt_at(64))
+    assert main(["bench", str(paths["m.npz"]), "--runs", "5", "--batch", "1,8,64", "--json"]) == 130
+    captured = capsys.readouterr()
+    (row,) = json.loads(captured.out)
+    assert [b["batch_size"] for b in row["batches"]] == [1, 8]
+    assert captured.err == "lastedge bench: interrupted; the results are those of batch size(s) 1, 8\n"
