@@ -3,7 +3,8 @@
     python on_device.py model.tflite rows.csv          # or model.onnx / model.npz
     cat rows.csv | python on_device.py model.tflite    # rows from stdin
 
-Each CSV line is one sample: n_features numbers separated by commas (no header). Rows are
+Each CSV line is one sample: n_features numbers separated by commas (a first line of column
+names, none of them a number, is a header and skipped). Rows are
 classified as they arrive, so a sensor can pipe into it: one predicted label per line on stdout,
 flushed at once, then a latency summary of the per-row calls on stderr (at the end of the rows,
 or at Ctrl-C, which stops a stream that has none, with exit status 130). A line that is not a
@@ -70,6 +71,8 @@ def classify(model: Predictor, source: BinaryIO, latencies_us: list[float]) -> i
             continue
         try:
             text = line.decode("utf-8-sig")  # -sig: a spreadsheet's byte-order mark is no number
+            if number == 1 and _is_header(text):
+                continue
             row = np.array(text.split(","), dtype=np.float64)[None, :]
             start = time.perf_counter()
             label = model.predict(row)[0]  # one sample at a time, as a sensor delivers them
@@ -79,6 +82,18 @@ def classify(model: Predictor, source: BinaryIO, latencies_us: list[float]) -> i
         latencies_us.append((time.perf_counter() - start) * 1e6)
         print(label, flush=True)
     return 0
+
+
+def _is_header(text: str) -> bool:
+    """Whether a CSV line names columns (a spreadsheet's first line): none of its fields is a number."""
+    def is_number(field: str) -> bool:
+        try:
+            float(field)
+        except ValueError:
+            return False
+        return True
+
+    return not any(is_number(field) for field in text.split(","))
 
 
 if __name__ == "__main__":

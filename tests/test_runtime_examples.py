@@ -161,3 +161,20 @@ def test_on_device_example_asks_for_rows_typed_at_a_terminal(files):
         os.close(terminal)
         proc.stdout.close()
         proc.stderr.close()
+
+
+@pytest.mark.parametrize("header, skipped", [("f0,f1,f2,...", True), ("\ufefffeature 1,feature 2", True),
+                                             ("1,abc" + ",0" * 22, False)])
+def test_on_device_example_skips_a_header_of_column_names_only(files, tmp_path, header, skipped):
+    """A spreadsheet's CSV starts with its column names: it stopped at "line 1: could not convert".
+    A first line with any number in it is a row, and a bad one still stops the script."""
+    model, X, paths, _ = files
+    csv = tmp_path / "rows.csv"
+    csv.write_text("\n".join([header, *(",".join(map(str, row)) for row in X[:2])]) + "\n", encoding="utf-8")
+    result = subprocess.run([sys.executable, str(EXAMPLE), str(paths["m.npz"]), str(csv)],
+                            capture_output=True, text=True)
+    if skipped:
+        assert result.returncode == 0, result.stderr
+        assert result.stdout.split() == [str(label) for label in model.predict(X[:2])]
+    else:
+        assert result.returncode == 1 and result.stderr.startswith("line 1: could not convert")
