@@ -13,8 +13,8 @@ from sklearn.exceptions import NotFittedError
 from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler
 
-from lastedge.train import (LASTClassifier, SGDSoftThresholdClassifier, SoftThresholdEncoderSVM,
-                            SparseCodingSVM, sgd)
+from lastedge.train import LASTClassifier, SGDSoftThresholdClassifier, SoftThresholdEncoderSVM, SparseCodingSVM
+from lastedge.train.base import training_scale
 from lastedge.train.params import check_number
 from lastedge.train.selection import choose_params, holdout_split
 
@@ -172,8 +172,8 @@ def test_rows_beyond_float32_squares_train_on_the_rescaled_rows_as_the_same_desc
     X, y = easy_problem()
     base = SGDSoftThresholdClassifier(preprocess="none", **SGD_FIT).fit(X, y)
     huge = SGDSoftThresholdClassifier(preprocess="none", **SGD_FIT).fit(X * 1e30, y)
-    assert sgd.training_scale(X.astype(np.float32), 1e-4) == 1.0  # unit-order rows: trained as they are
-    assert sgd.training_scale((X * 1e30).astype(np.float32), 1e-4) > 1e30
+    assert training_scale(X.astype(np.float32), 1e-4) == 1.0  # unit-order rows: trained as they are
+    assert training_scale((X * 1e30).astype(np.float32), 1e-4) > 1e30
     assert np.mean(huge.predict(X * 1e30) == base.predict(X)) >= 0.98
     np.testing.assert_allclose(huge.dictionary_ * 1e30, base.dictionary_, rtol=1e-2,
                                atol=1e-3 * np.abs(base.dictionary_).max())

@@ -1,5 +1,6 @@
 """What every soft-threshold estimator shares: validation, labels, preprocessing, the start point,
-torch set-up, and the conversion of trained ``(U, v)`` into a ``runtime.Model``."""
+torch set-up, the rescaling of rows float32 cannot train on as they are, and the conversion of
+trained ``(U, v)`` into a ``runtime.Model``."""
 
 from __future__ import annotations
 
@@ -147,9 +148,16 @@ class SoftThresholdBase(ModelBackedClassifier, ClassNamePrefixFeaturesOutMixin, 
             torch.set_flush_denormal(flushing)
 
     def _prepare(self, X: np.ndarray, y_index: np.ndarray, rng: np.random.RandomState):
-        """Preprocess, build heads/signs/groups and the start point. Returns numpy arrays."""
+        """``(Z, row_scale, targets, groups, U0, v0)``: the training rows, preprocessed and divided
+        by ``row_scale`` (:func:`training_scale`, 1 for rows float32 trains on as they are), heads,
+        signs/groups and the start point on ``Z`` (numpy arrays)."""
         Z = self._preprocessed(X)
-        return (Z, *self._start_point(Z, y_index, rng))
+        row_scale = training_scale(Z, self.eps)
+        if row_scale != 1.0:  # in float64: 1 / row_scale may be beyond float32
+            Z = (Z.astype(np.float64) / row_scale).astype(np.float32)
+        targets, groups = self._layout(y_index)
+        U0, v0 = problem.initial_atoms(Z, targets, groups, rng, self.init_active_fraction)
+        return Z, row_scale, targets, groups, U0, v0
 
     def _preprocessed(self, X: np.ndarray) -> np.ndarray:
         """Fit ``preprocess_`` on ``X`` and return the training rows ``Z`` (float32).
@@ -159,12 +167,6 @@ class SoftThresholdBase(ModelBackedClassifier, ClassNamePrefixFeaturesOutMixin, 
         """
         self.preprocess_ = Preprocess.fit(self.preprocess, X)
         return np.require(self.preprocess_.apply(X), requirements="W")
-
-    def _start_point(self, Z: np.ndarray, y_index: np.ndarray, rng: np.random.RandomState):
-        """``(targets, groups, U0, v0)``: heads, signs/groups and the start point on rows ``Z``."""
-        targets, groups = self._layout(y_index)
-        U0, v0 = problem.initial_atoms(Z, targets, groups, rng, self.init_active_fraction)
-        return targets, groups, U0, v0
 
     def _layout(self, y_index: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """One-vs-all heads (one head for two classes): ``targets`` [H, m], ``groups`` [H, N, 2]."""
@@ -179,8 +181,12 @@ class SoftThresholdBase(ModelBackedClassifier, ClassNamePrefixFeaturesOutMixin, 
             return targets.mean(axis=1)
         return np.full(targets.shape[0], float(self.sign_ratio))
 
-    def _store_solution(self, U: np.ndarray, v: np.ndarray, groups: np.ndarray, fit_seconds: float) -> None:
+    def _store_solution(self, U: np.ndarray, v: np.ndarray, groups: np.ndarray, fit_seconds: float,
+                        row_scale: float = 1.0) -> None:
         """Keep the learned ``D = U / v`` and output weights; build the Model.
+
+        ``(U, v)`` were trained on rows divided by ``row_scale`` (see :meth:`_prepare`): the model
+        keeps the atoms of the rows as given, ``U / row_scale`` (:func:`atoms_of_rows_as_given`).
 
         Two groups (a binary head): ``w = s * v``, the score is positive-group minus negative-group.
         More groups (a shared dictionary): atom j adds ``v_j`` to the score of the class it votes
@@ -188,6 +194,8 @@ class SoftThresholdBase(ModelBackedClassifier, ClassNamePrefixFeaturesOutMixin, 
         :func:`objective.atom_votes`: the group scores trained on, less one constant per sample).
         Several shared heads (``sub_dictionaries``) are joined side by side, their scores averaged.
         """
+        if row_scale != 1.0:
+            U = atoms_of_rows_as_given(U, v, row_scale, self.eps)
         n_heads, n_features, n_atoms = U.shape
         D = U / v[:, None, :]
         self.dictionary_ = np.concatenate(list(D), axis=1).astype(np.float32)
@@ -213,6 +221,67 @@ class SoftThresholdBase(ModelBackedClassifier, ClassNamePrefixFeaturesOutMixin, 
         """The sparse soft-threshold features ``max(0, D^T z - 1)``, [n, total atoms]."""
         X = self._check_predict_input(X)
         return self.model_.features(X)
+
+
+# Rows' scales r trained on as they are: r**2 and 1 / r**2 stay a million-fold inside float32's
+# normal range (see ``training_scale``).
+TRAINABLE_SCALES = (1e-16, 1e16)
+
+
+def training_scale(Z: np.ndarray, eps: float) -> float:
+    """What ``fit`` divides the rows by: 1, or their scale ``r`` (:func:`root_mean_square_norm`)
+    when float32 cannot train on them as they are.
+
+    The start responses grow like ``r**2`` (and SGD's step on ``U`` like ``1 / r**2``); beyond
+    ``TRAINABLE_SCALES`` one of them leaves float32 (raw rows near 1e38 or 1e-38 with
+    ``preprocess="none"``: the responses overflow or underflow, or the step cannot be held), so
+    the estimators train on ``Z / r`` instead (:meth:`SoftThresholdBase._prepare`), with the weight
+    decay ``mu / r**2`` (:func:`rescaled_mu`), and keep the atoms divided by ``r``
+    (:meth:`SoftThresholdBase._store_solution`). Responses ``Z U - v`` and the objective of (P)
+    are unchanged, so the objectives recorded in ``history_`` are those of the rows as given, and
+    a solver whose steps follow the scale (SGD's, Adam's) takes the same descent in exact
+    arithmetic; rows inside the range keep their results bit for bit. A ValueError, before any
+    training, when the rows are so short that atoms whose threshold falls to ``eps`` would overflow
+    float32 (otherwise :func:`atoms_of_rows_as_given` checks the trained atoms).
+    """
+    r = root_mean_square_norm(Z)
+    if TRAINABLE_SCALES[0] <= r <= TRAINABLE_SCALES[1]:
+        return 1.0
+    if r * eps * FLOAT32_MAX < 1:
+        raise _atoms_beyond_float32(r, eps)
+    return r
+
+
+def rescaled_mu(mu: float, row_scale: float) -> float:
+    """The weight decay on the atoms of rows divided by ``row_scale``: ``mu / row_scale**2``, or a
+    ValueError when float32 cannot hold it (tiny rows need huge atoms, whose decay overflows)."""
+    scaled = float(mu) / row_scale**2
+    if scaled > FLOAT32_MAX:
+        raise ValueError(f"mu={mu!r} cannot train on rows of scale {row_scale:.3g}: the weight decay "
+                         f"(mu/2)||U||^2 of their atoms (of scale {1 / row_scale:.3g}) overflows "
+                         "float32; use mu=0, rescale X or a preprocess other than 'none'")
+    return scaled
+
+
+def atoms_of_rows_as_given(U: np.ndarray, v: np.ndarray, row_scale: float, eps: float) -> np.ndarray:
+    """``U / row_scale`` in float64 (the atoms of the rows before :func:`training_scale`), or a
+    ValueError when the model's atoms ``D = U / v`` would overflow float32."""
+    U = U.astype(np.float64) / row_scale
+    if not np.all(np.abs(U / v[:, None, :]) <= FLOAT32_MAX):
+        raise _atoms_beyond_float32(row_scale, eps)
+    return U
+
+
+def _atoms_beyond_float32(row_scale: float, eps: float) -> ValueError:
+    return ValueError(f"rows of scale {row_scale:.3g} need atoms beyond float32's range: atoms scale like "
+                      f"1 / (v r), and the thresholds v go down to eps={eps:g}; rescale X, use a "
+                      "preprocess other than 'none' or a larger eps")
+
+
+def root_mean_square_norm(Z: np.ndarray) -> float:
+    """``r``, the root of the rows' mean squared l2 norm (1 for unit-norm rows, and if zero)."""
+    r_squared = float(np.mean(np.einsum("ij,ij->i", Z, Z, dtype=np.float64)))
+    return float(np.sqrt(r_squared)) if r_squared > 0 else 1.0
 
 
 def thread_count(n_jobs: int) -> int:

@@ -16,7 +16,7 @@ from lastedge.runtime.model import check_image_shape
 
 from . import problem
 from .augment import shifted_copies
-from .base import SoftThresholdBase
+from .base import SoftThresholdBase, rescaled_mu
 from .dca import DCASettings, run_dca
 from .objective import HINGES
 from .params import check_number
@@ -63,7 +63,12 @@ class LASTClassifier(SoftThresholdBase):
     n_atoms : int, default=100
         Atoms N per head.
     preprocess : {"none", "l2", "center-l2", "standardize"}, default="l2"
-        Applied to inputs before training and prediction (recorded in the model).
+        Applied to inputs before training and prediction (recorded in the model). Rows of a scale
+        float32 cannot train on as they are ("none" on values near 1e38 or 1e-38) are trained on
+        divided by their scale r, with ``mu / r**2``, and the atoms divided by r after
+        (:func:`~lastedge.train.base.training_scale`): the objective in ``history_`` is that of
+        the rows as given, its "change" (and ``tol``'s test in full batch) that of the rescaled
+        atoms. A ValueError before training where float32 cannot hold the model's atoms.
     nu : float, default=1.0
         Weight of ``(nu/2)||v||^2`` against the hinge losses summed over samples.
     mu : float, default=0.0
@@ -352,16 +357,16 @@ class LASTClassifier(SoftThresholdBase):
         X, y_index, X_val, y_val = self._validation_split(X, y_index, rng)
         if self.shift_augment:
             X, y_index = shifted_copies(X, y_index, self.image_shape, int(self.shift_augment))
-        Z, targets, groups, U0, v0 = self._prepare(X, y_index, rng)
+        Z, row_scale, targets, groups, U0, v0 = self._prepare(X, y_index, rng)
         batch, n_inner = self._schedule(len(Z))
         solver = make_inner_solver(self._solver_name(batch), n_inner, batch, self.eps,
                                    None if self.step_sizes is None else tuple(self.step_sizes))
         tol = self._tol(batch)
         settings = DCASettings(self.nu, self.beta, self.eps, int(self.max_dca_iter), tol, solver,
-                               self.mu, self._surrogate_name(batch),
+                               rescaled_mu(self.mu, row_scale), self._surrogate_name(batch),
                                batch is not None if self.line_search == "auto" else bool(self.line_search),
                                None if self.early_stopping else int(self.n_iter_no_change))
-        tracker = _IterationTracker(self, groups, start, X_val, y_val, monitor)
+        tracker = _IterationTracker(self, groups, row_scale, start, X_val, y_val, monitor)
         with self._torch_session() as device:
             data = Data(torch.as_tensor(Z, device=device),
                         torch.as_tensor(targets, device=device),
@@ -380,7 +385,7 @@ class LASTClassifier(SoftThresholdBase):
             warnings.warn(f"DCA stopped at max_dca_iter={self.max_dca_iter} before "
                           f"{int((~self.converged_).sum())} of {len(self.converged_)} head(s) met "
                           f"tol={tol}; raise max_dca_iter or tol", ConvergenceWarning, stacklevel=2)
-        self._store_solution(U, v, groups, time.perf_counter() - start)
+        self._store_solution(U, v, groups, time.perf_counter() - start, row_scale)
         return self
 
     def _validation_split(self, X: np.ndarray, y_index: np.ndarray, rng: np.random.RandomState):
@@ -414,12 +419,13 @@ Monitor = Callable[[int, LASTClassifier], bool | None]
 class _IterationTracker:
     """After each DCA iteration: progress, validation score and best iterate, the user's monitor.
 
-    The estimator's ``model_`` is rebuilt from the iterate only when something needs to predict.
+    The estimator's ``model_`` is rebuilt from the iterate only when something needs to predict;
+    the iterates are those of the rows divided by ``row_scale`` (see ``SoftThresholdBase._prepare``).
     """
 
-    def __init__(self, estimator: LASTClassifier, groups: np.ndarray, start: float,
+    def __init__(self, estimator: LASTClassifier, groups: np.ndarray, row_scale: float, start: float,
                  X_val: np.ndarray | None, y_val: np.ndarray | None, monitor: Monitor | None):
-        self.estimator, self.groups, self.start = estimator, groups, start
+        self.estimator, self.groups, self.row_scale, self.start = estimator, groups, row_scale, start
         self.X_val, self.y_val, self.monitor = X_val, y_val, monitor
         self.best: tuple[np.ndarray, np.ndarray] | None = None
         self.best_score = -np.inf
@@ -435,7 +441,7 @@ class _IterationTracker:
                 return False
             est = self.estimator
             U_np, v_np = U.cpu().numpy(), v.cpu().numpy()
-            est._store_solution(U_np, v_np, self.groups, time.perf_counter() - self.start)
+            est._store_solution(U_np, v_np, self.groups, time.perf_counter() - self.start, self.row_scale)
             stop = self._early_stop(U_np, v_np) if self.X_val is not None else False
             if self.monitor is not None and self.monitor(k, est):
                 stop = True

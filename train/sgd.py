@@ -15,10 +15,8 @@ import numpy as np
 import torch
 from sklearn.utils.validation import check_random_state
 
-from lastedge.runtime.model import FLOAT32_MAX
-
 from . import objective
-from .base import SoftThresholdBase
+from .base import SoftThresholdBase, rescaled_mu, root_mean_square_norm
 from .params import check_number
 from .progress import progress_bar
 from .solvers import minibatch_indices
@@ -27,9 +25,6 @@ from .subproblem import Data, full_objective
 DEFAULT_STEPS = {"sgd": (0.1, 0.01, 0.001, 0.0001), "adam": (0.01, 0.001, 0.0001)}
 _CHECKPOINTS = 50  # objective evaluations recorded in ``history_``
 ADAM_EPS = 1e-8  # torch's default, for unit-norm rows
-# Rows' scales r trained on as they are: r**2 and 1 / r**2 stay a million-fold inside float32's
-# normal range (see ``training_scale``).
-TRAINABLE_SCALES = (1e-16, 1e16)
 
 
 class SGDSoftThresholdClassifier(SoftThresholdBase):
@@ -53,7 +48,7 @@ class SGDSoftThresholdClassifier(SoftThresholdBase):
         is not. The start atoms scale like ``1 / r`` and the gradient in ``U`` like ``r``, so
         training on ``c * X`` gives the same classifier as on ``X``: one grid fits any data scale.
         Rows of a scale float32 cannot follow so (near 1e38 or 1e-38) are trained on divided by
-        ``r``, the same descent (see :func:`training_scale`).
+        ``r``, the same descent (see :func:`~lastedge.train.base.training_scale`).
     validation_fraction : float, default=0.1
         Held-out share used to choose the step; each candidate runs ``max_iter // 5`` iterations.
 
@@ -101,12 +96,8 @@ class SGDSoftThresholdClassifier(SoftThresholdBase):
         start = time.perf_counter()
         X, y_index = self._validate_fit_data(X, y)
         rng = check_random_state(self.random_state)
-        Z = self._preprocessed(X)
-        row_scale = training_scale(Z, self.eps)
-        if row_scale != 1.0:  # in float64: 1 / row_scale may be beyond float32
-            Z = (Z.astype(np.float64) / row_scale).astype(np.float32)
-        mu = _rescaled_mu(self.mu, row_scale)
-        targets, groups, U0, v0 = self._start_point(Z, y_index, rng)
+        Z, row_scale, targets, groups, U0, v0 = self._prepare(X, y_index, rng)
+        mu = rescaled_mu(self.mu, row_scale)
         steps = DEFAULT_STEPS[self.optimizer] if self.step_sizes is None else tuple(self.step_sizes)
         r = root_mean_square_norm(Z)
         held_out = rng.rand(len(Z)) < self.validation_fraction
@@ -130,10 +121,8 @@ class SGDSoftThresholdClassifier(SoftThresholdBase):
                                                     int(self.max_iter), seed, progress=report)
         _check_not_diverged(U, v, self.step_)
         self.n_iter_ = int(self.max_iter)
-        U = U.cpu().numpy()
-        if row_scale != 1.0:  # the atoms of the rows as given: U / row_scale, kept in float64
-            U = _atoms_of_rows_as_given(U, v.cpu().numpy(), row_scale, self.eps)
-        self._store_solution(U, v.cpu().numpy(), groups, time.perf_counter() - start)
+        self._store_solution(U.cpu().numpy(), v.cpu().numpy(), groups, time.perf_counter() - start,
+                             row_scale)
         return self
 
     def _descend(self, Z, targets, groups, U0, v0, step, r, mu, n_iter, seed, progress):
@@ -170,58 +159,6 @@ class SGDSoftThresholdClassifier(SoftThresholdBase):
                                 "time": time.perf_counter() - start})
                 progress(len(history) - 1, value)
         return U.detach(), v.detach(), history
-
-
-def training_scale(Z: np.ndarray, eps: float) -> float:
-    """What ``fit`` divides the rows by: 1, or their scale ``r`` (:func:`root_mean_square_norm`)
-    when float32 cannot train on them as they are.
-
-    The start responses grow like ``r**2`` and the step on ``U`` like ``1 / r**2``; beyond
-    ``TRAINABLE_SCALES`` one of them leaves float32 (raw rows near 1e38 or 1e-38 with
-    ``preprocess="none"``: the responses overflow, or the step cannot be held), so ``fit`` trains
-    on ``Z / r`` instead, with the weight decay ``mu / r**2``, and divides the atoms by ``r``
-    after. In exact arithmetic that is the same descent (start point, steps and objective), and
-    rows inside the range keep their results bit for bit. A ValueError, before any training, when
-    the rows are so short that atoms whose threshold falls to ``eps`` would overflow float32.
-    """
-    r = root_mean_square_norm(Z)
-    if TRAINABLE_SCALES[0] <= r <= TRAINABLE_SCALES[1]:
-        return 1.0
-    if r * eps * FLOAT32_MAX < 1:
-        raise _atoms_beyond_float32(r, eps)
-    return r
-
-
-def _rescaled_mu(mu: float, row_scale: float) -> float:
-    """The weight decay on the atoms of rows divided by ``row_scale``: ``mu / row_scale**2``, or a
-    ValueError when float32 cannot hold it (tiny rows need huge atoms, whose decay overflows)."""
-    scaled = float(mu) / row_scale**2
-    if scaled > FLOAT32_MAX:
-        raise ValueError(f"mu={mu!r} cannot train on rows of scale {row_scale:.3g}: the weight decay "
-                         f"(mu/2)||U||^2 of their atoms (of scale {1 / row_scale:.3g}) overflows "
-                         "float32; use mu=0, rescale X or a preprocess other than 'none'")
-    return scaled
-
-
-def _atoms_of_rows_as_given(U: np.ndarray, v: np.ndarray, row_scale: float, eps: float) -> np.ndarray:
-    """``U / row_scale`` in float64 (the atoms of the rows before :func:`training_scale`), or a
-    ValueError when the model's atoms ``D = U / v`` would overflow float32."""
-    U = U.astype(np.float64) / row_scale
-    if not np.all(np.abs(U / v[:, None, :]) <= FLOAT32_MAX):
-        raise _atoms_beyond_float32(row_scale, eps)
-    return U
-
-
-def _atoms_beyond_float32(row_scale: float, eps: float) -> ValueError:
-    return ValueError(f"rows of scale {row_scale:.3g} need atoms beyond float32's range: atoms scale like "
-                      f"1 / (v r), and the thresholds v go down to eps={eps:g}; rescale X, use a "
-                      "preprocess other than 'none' or a larger eps")
-
-
-def root_mean_square_norm(Z: np.ndarray) -> float:
-    """``r``, the root of the rows' mean squared l2 norm (1 for unit-norm rows, and if zero)."""
-    r_squared = float(np.mean(np.einsum("ij,ij->i", Z, Z, dtype=np.float64)))
-    return float(np.sqrt(r_squared)) if r_squared > 0 else 1.0
 
 
 def _check_not_diverged(U: torch.Tensor, v: torch.Tensor, step: float) -> None:

@@ -51,18 +51,18 @@ class _Averager:
         self.clf, self.starts, self.report = clf, starts, report
         self.X_test, self.y_test = X_test, y_test
         self.sums: dict[int, list] = {}
-        self.groups = None
+        self.groups, self.row_scale = None, 1.0
         self.Z_test: torch.Tensor | None = None  # preprocessed test rows, on the training device
         store = clf._store_solution
 
-        def store_and_keep_groups(U, v, groups, seconds):  # the estimator's own call, groups kept
-            self.groups = groups
-            return store(U, v, groups, seconds)
+        def store_and_keep_groups(U, v, groups, seconds, row_scale=1.0):  # the estimator's own call
+            self.groups, self.row_scale = groups, row_scale
+            return store(U, v, groups, seconds, row_scale)
 
         clf._store_solution = store_and_keep_groups
 
     def _store(self, U: torch.Tensor, v: torch.Tensor) -> None:
-        self.clf._store_solution(U.cpu().numpy(), v.cpu().numpy(), self.groups, 0.0)
+        self.clf._store_solution(U.cpu().numpy(), v.cpu().numpy(), self.groups, 0.0, self.row_scale)
 
     def _test_error(self, device: torch.device) -> float:
         """Test error % of the estimator's stored model, scored on ``device``."""

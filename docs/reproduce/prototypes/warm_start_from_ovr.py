@@ -53,7 +53,7 @@ class SharedFromOneVsAll(LASTClassifier):
         """The base class's preparation with the stored start, drawing no start atoms from ``rng``."""
         self.preprocess_ = Preprocess.fit(self.preprocess, X)
         groups, U0, v0 = self._start
-        return self.preprocess_.apply(X), y_index[None, :].astype(np.int64), groups, U0, v0
+        return self.preprocess_.apply(X), 1.0, y_index[None, :].astype(np.int64), groups, U0, v0  # rows as given
 
 
 def error_pct(model, X: np.ndarray, y: np.ndarray) -> float:

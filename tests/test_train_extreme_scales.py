@@ -1,0 +1,144 @@
+"""LASTClassifier on raw rows (``preprocess="none"``) of scales float32 cannot train on as they are.
+
+Rows near 1e38 or 1e-38 are trained on divided by their scale and the atoms divided by it after
+(``train.base.training_scale``); the model must then be as good as on unit-order rows, in every
+place where DCA's iterates become the model (the end, early stopping, the monitor), and a model
+whose atoms float32 cannot hold is refused with a ValueError.
+"""
+
+from __future__ import annotations
+
+import functools
+import warnings
+
+import numpy as np
+import pytest
+from sklearn.datasets import make_classification
+from sklearn.exceptions import ConvergenceWarning
+
+from lastedge.train import LASTClassifier
+from lastedge.train import last
+
+FLOAT32 = np.finfo(np.float32)
+FIT = dict(n_atoms=6, preprocess="none", max_dca_iter=10, inner_iter=50, verbose=0, random_state=0)
+CONFIGS = {"ovr-full": dict(batch_size="full"), "ovr-minibatch": dict(batch_size=100),
+           "shared-full": dict(multiclass="shared", batch_size="full"),
+           "shared-minibatch": dict(multiclass="shared", batch_size=100),
+           "ovr-lbfgs": dict(batch_size="full", mu=1e-3)}  # "auto": L-BFGS with a weight decay
+
+
+@functools.cache
+def easy_problem(n_classes: int) -> tuple[np.ndarray, np.ndarray]:
+    """Well-separated classes, 8 features of unit-order values."""
+    return make_classification(300, 8, n_informative=4, class_sep=2.0, n_classes=n_classes, random_state=0)
+
+
+def scaled_rows(X: np.ndarray, scale: str) -> np.ndarray:
+    """``X`` times ``scale``, or with its largest value near float32's maximum ("near max"), or its
+    smallest near float32's smallest normal number ("near min normal")."""
+    if scale == "near max":
+        return X * (0.9 * FLOAT32.max / np.abs(X).max())
+    if scale == "near min normal":
+        return X * (4 * FLOAT32.tiny / np.abs(X).min())
+    return X * float(scale)
+
+
+def fit_without_warnings(X: np.ndarray, y: np.ndarray, monitor=None, **params) -> LASTClassifier:
+    """A fit in which any warning but DCA's ConvergenceWarning (10 iterations) is an error."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # numpy's or torch's overflow warnings: none
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        return LASTClassifier(**{**FIT, **params}).fit(X, y, monitor=monitor)
+
+
+@functools.cache
+def unscaled(config: str, n_classes: int) -> LASTClassifier:
+    return fit_without_warnings(*easy_problem(n_classes), **CONFIGS[config])
+
+
+def check_trains_as_well(config: str, n_classes: int, scale: str) -> LASTClassifier:
+    X, y = easy_problem(n_classes)
+    X = scaled_rows(X, scale)
+    estimator = fit_without_warnings(X, y, **CONFIGS[config])
+    assert np.isfinite(estimator.dictionary_).all() and np.isfinite(estimator.coef_).all()
+    assert estimator.dictionary_.any()
+    expected = unscaled(config, n_classes).score(*easy_problem(n_classes))
+    assert estimator.score(X, y) >= expected - 0.02 and expected > 0.9
+    return estimator
+
+
+@pytest.mark.parametrize("scale", ["4e36", "near max", "3e-34", "1e13", "1e-9"])
+@pytest.mark.parametrize("config", ["ovr-full", "ovr-minibatch", "shared-full", "shared-minibatch"])
+def test_three_classes_train_as_well_at_extreme_scales(config, scale):
+    check_trains_as_well(config, 3, scale)
+
+
+@pytest.mark.parametrize("scale", ["near max", "near min normal"])
+@pytest.mark.parametrize("config", ["ovr-full", "ovr-minibatch"])
+def test_two_classes_train_as_well_at_extreme_scales(config, scale):
+    check_trains_as_well(config, 2, scale)
+
+
+@pytest.mark.parametrize("scale", ["4e36", "near max"])
+def test_a_weight_decay_trains_on_huge_rows(scale):
+    check_trains_as_well("ovr-lbfgs", 3, scale)
+
+
+@pytest.mark.parametrize("scale", ["4e36", "3e-34"])
+@pytest.mark.parametrize("config", ["ovr-full", "shared-full"])
+def test_the_recorded_objectives_are_those_of_the_rows_as_given(config, scale):
+    estimator = check_trains_as_well(config, 3, scale)
+    history, reference = estimator.history_, unscaled(config, 3).history_
+    if config.startswith("ovr"):  # one list per head: compare each head's
+        history, reference = [h[0] for h in history], [h[0] for h in reference]
+    else:
+        history, reference = history[:1], reference[:1]
+    # the first DCA iteration starts from the same point: the same objective of (P), to rounding
+    assert [r["objective"] for r in history] == pytest.approx([r["objective"] for r in reference], rel=1e-4)
+
+
+@pytest.mark.parametrize("scale", ["4e36", "3e-34"])
+def test_every_iterate_becomes_a_model_of_the_rows_as_given(scale):
+    """The monitor's and early stopping's models score as the unscaled fit's, iteration by iteration."""
+    X, y = easy_problem(3)
+
+    def fit(X: np.ndarray) -> tuple[LASTClassifier, list[float]]:
+        scores = []
+
+        def monitor(k: int, estimator: LASTClassifier) -> None:
+            assert np.isfinite(estimator.dictionary_).all() and estimator.dictionary_.any()
+            scores.append(estimator.score(X, y))
+
+        return fit_without_warnings(X, y, monitor, **CONFIGS["ovr-minibatch"], early_stopping=True), scores
+
+    (estimator, scores), (reference, reference_scores) = fit(scaled_rows(X, scale)), fit(X)
+    assert len(scores) == len(estimator.validation_scores_) == estimator.n_iter_
+    n = min(estimator.n_iter_, reference.n_iter_)  # rounding may stop either a little later
+    np.testing.assert_allclose(scores[:n], reference_scores[:n], atol=0.02)
+    np.testing.assert_allclose(estimator.validation_scores_[:n], reference.validation_scores_[:n], atol=0.04)
+    assert estimator.best_validation_score_ > 0.9
+
+
+@pytest.fixture
+def no_training(monkeypatch):
+    def refuse(*args, **kwargs):
+        raise AssertionError("trained")
+
+    monkeypatch.setattr(last, "run_dca", refuse)
+
+
+def test_rows_too_short_for_float32_atoms_are_refused_before_training(no_training):
+    X, y = easy_problem(3)
+    X = X * (1e3 * FLOAT32.tiny / np.abs(X).max())  # atoms of 1 / (eps r) would pass 1e38
+    with pytest.raises(ValueError, match=r"rows of scale .* need atoms beyond float32's range.*eps=0.0001"):
+        LASTClassifier(**FIT).fit(X, y)
+    with pytest.raises(ValueError, match=r"mu=0.001 cannot train on rows of scale .* overflows float32"):
+        LASTClassifier(**FIT, mu=1e-3).fit(X * 1e5, y)
+
+
+@pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
+def test_a_model_whose_atoms_float32_cannot_hold_is_refused():
+    X, y = easy_problem(3)
+    X = scaled_rows(X, "near min normal")  # scale 1e-34: thresholds at eps need atoms past 1e38
+    with pytest.raises(ValueError, match=r"rows of scale 1.\d+e-34 need atoms beyond float32's range"):
+        LASTClassifier(**FIT).fit(X, y)
