@@ -140,7 +140,8 @@ class LASTClassifier(SoftThresholdBase):
         classes (binary, each one-vs-all head) both are the paper's hinge.
     inner_solver : {"auto", "lbfgs", "adam", "subgradient"}, default="auto"
         Solver of the convex sub-problem. "subgradient" is the paper's projected subgradient
-        descent; "lbfgs" (full batch only) and "adam" reach a far lower objective in the same time
+        descent (its steps on the atoms divided by the rows' mean squared norm, a power of 2:
+        the paper's steps for unit-norm rows, and one grid for any scale); "lbfgs" (full batch only) and "adam" reach a far lower objective in the same time
         (measured, see README). "auto": Adam, except L-BFGS for binary and one-vs-all heads in
         full batch with a weight decay (``mu > 0``). On the paper's objective (``mu = 0``, where
         the atoms' scale is free) Adam's few steps per DCA iteration generalised better than

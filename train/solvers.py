@@ -33,6 +33,7 @@ what DCA's descent property needs.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
@@ -108,6 +109,23 @@ class _AdamMemory:
     t: int
 
 
+def subgradient_atom_scale(X: Tensor) -> float:
+    """The subgradient solver's step multiplier on ``U`` for rows ``X``: ``1 / r**2``, ``r`` their
+    root-mean-square norm, rounded to a power of 2.
+
+    The paper's steps suit its unit-norm rows. ``U``'s subgradient grows like ``r`` and the atoms
+    like ``1 / r``, so a step on ``U`` must shrink like ``1 / r**2`` for one grid to fit any
+    scale of the data (raw rows times 1e3 fell from 85 to 73 % training accuracy on an easy
+    problem: the bracketing's three 10x extensions could not reach the step they needed). As a
+    power of 2 the multiplier is exactly 1 for unit-norm rows, which keep the paper's steps bit
+    for bit, and exact in float arithmetic.
+    """
+    mean_square = float(torch.linalg.vector_norm(X, dim=1).double().pow(2).mean()) if len(X) else 0.0
+    if not 0 < mean_square < math.inf:
+        return 1.0
+    return 2.0 ** -round(math.log2(mean_square))
+
+
 class InnerSolver:
     """Minimise a :class:`SubProblem` from a warm start; see the module docstring."""
 
@@ -149,7 +167,7 @@ class InnerSolver:
         carries from one DCA iteration to the next (see :class:`_AdamMemory`).
         """
         eval_index = self._eval_index(problem, seed)
-        scale = self._step_scale(U0, v0)
+        scale = self._step_scale(problem, U0, v0)
         start_value = problem.value(U0, v0, eval_index)
         if heads is None:
             heads = torch.arange(U0.shape[0], device=U0.device)
@@ -198,15 +216,17 @@ class InnerSolver:
         generator = torch.Generator().manual_seed(seed)
         return torch.randperm(m, generator=generator)[:_EVAL_ROWS].to(problem.data.X.device)
 
-    def _step_scale(self, U0: Tensor, v0: Tensor) -> tuple[Tensor, Tensor]:
-        """Per-head multipliers of the base step for ``U`` and ``v`` (1 for subgradient).
+    def _step_scale(self, problem: SubProblem, U0: Tensor, v0: Tensor) -> tuple[Tensor, Tensor]:
+        """Per-head multipliers of the base step for ``U`` and ``v``.
 
-        Floored at the smallest normal number only: raw rows of 1e13 start with atoms of 1e-15,
-        which a floor of 1e-12 gave steps 1000x their size (no step improved, no training).
+        Adam's: the blocks' root-mean-square entries, floored at the smallest normal number only
+        (raw rows of 1e13 start with atoms of 1e-15, which a floor of 1e-12 gave steps 1000x their
+        size: no step improved, no training). Subgradient's: ``1 / r**2`` on ``U`` for rows of
+        root-mean-square norm ``r`` (:func:`subgradient_atom_scale`), 1 on ``v``.
         """
         if self.method == "subgradient":
             ones = torch.ones(U0.shape[0], dtype=U0.dtype, device=U0.device)
-            return ones, ones
+            return ones * subgradient_atom_scale(problem.data.X), ones
         tiny = torch.finfo(U0.dtype).tiny
         rms_U = U0.pow(2).mean(dim=(1, 2)).sqrt().clamp_min(tiny)
         rms_v = v0.pow(2).mean(dim=1).sqrt().clamp_min(tiny)
