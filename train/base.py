@@ -153,19 +153,19 @@ class SoftThresholdBase(ModelBackedClassifier, ClassNamePrefixFeaturesOutMixin, 
         signs/groups and the start point on ``Z`` (numpy arrays)."""
         Z = self._preprocessed(X)
         row_scale = training_scale(Z, self.eps)
-        if row_scale != 1.0:  # in float64: 1 / row_scale may be beyond float32
-            Z = (Z.astype(np.float64) / row_scale).astype(np.float32)
+        Z = scaled_rows(Z, row_scale)
         targets, groups = self._layout(y_index)
         U0, v0 = problem.initial_atoms(Z, targets, groups, rng, self.init_active_fraction)
         return Z, row_scale, targets, groups, U0, v0
 
-    def _preprocessed(self, X: np.ndarray) -> np.ndarray:
-        """Fit ``preprocess_`` on ``X`` and return the training rows ``Z`` (float32).
+    def _preprocessed(self, X: np.ndarray, fitted: Preprocess | None = None) -> np.ndarray:
+        """Fit ``preprocess_`` on ``X`` (or take an already ``fitted`` one) and return the
+        training rows ``Z`` (float32).
 
         ``Z`` is writable: "none" passes float32 rows through, and torch warns of undefined
         behaviour on read-only memory (a memory map, joblib's copies for ``n_jobs`` searches).
         """
-        self.preprocess_ = Preprocess.fit(self.preprocess, X)
+        self.preprocess_ = Preprocess.fit(self.preprocess, X) if fitted is None else fitted
         return np.require(self.preprocess_.apply(X), requirements="W")
 
     def _layout(self, y_index: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -250,6 +250,12 @@ def training_scale(Z: np.ndarray, eps: float) -> float:
     if r * eps * FLOAT32_MAX < 1:
         raise _atoms_beyond_float32(r, eps)
     return r
+
+
+def scaled_rows(Z: np.ndarray, row_scale: float) -> np.ndarray:
+    """``Z / row_scale`` (float32, divided in float64: ``1 / row_scale`` may be beyond float32),
+    or ``Z`` itself for a scale of 1."""
+    return Z if row_scale == 1.0 else (Z.astype(np.float64) / row_scale).astype(np.float32)
 
 
 def rescaled_mu(mu: float, row_scale: float) -> float:

@@ -152,8 +152,12 @@ def _evaluate(data: Data, U: Tensor, v: Tensor, settings: DCASettings
 
 
 def run_dca(data: Data, U: Tensor, v: Tensor, settings: DCASettings, seed: int,
-            on_iteration: IterationHook | None = None) -> DCAResult:
-    """Run DCA from ``(U, v)``; ``on_iteration`` sees every iterate and may stop the run."""
+            on_iteration: IterationHook | None = None, iterations_done: int = 0) -> DCAResult:
+    """Run DCA from ``(U, v)``; ``on_iteration`` sees every iterate and may stop the run.
+
+    ``iterations_done``: DCA iterations of an earlier run that this one continues (a warm start):
+    its minibatches and line searches follow on from that run's, as one longer run's would.
+    """
     n_heads = U.shape[0]
     start = time.perf_counter()
     full_batch = settings.inner_solver.batch_size is None
@@ -172,11 +176,11 @@ def run_dca(data: Data, U: Tensor, v: Tensor, settings: DCASettings, seed: int,
         problem = SubProblem(sub_data, U[heads], v[heads], settings.beta, settings.nu, settings.eps,
                              settings.mu, h_grad=None if h_grad is None else (h_grad[0][heads], h_grad[1][heads]),
                              surrogate=settings.surrogate)
-        new_U, new_v, step = settings.inner_solver.solve(problem, U[heads], v[heads], seed + 7919 * k, heads)
+        new_U, new_v, step = settings.inner_solver.solve(problem, U[heads], v[heads], seed + 7919 * (iterations_done + k), heads)
         factor = torch.zeros_like(step)
         if settings.line_search:
             new_U, new_v, factor = extrapolated_point(sub_data, U[heads], v[heads], new_U, new_v,
-                                                      settings, seed + 7919 * k)
+                                                      settings, seed + 7919 * (iterations_done + k))
         new_objective, new_h_grad = _evaluate(sub_data, new_U, new_v, settings)
         if full_batch:  # keep the old point where the objective rose (cannot happen in exact DCA)
             kept = new_objective > objective[heads]

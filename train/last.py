@@ -5,6 +5,7 @@ from __future__ import annotations
 import time
 import warnings
 from collections.abc import Callable
+from dataclasses import dataclass
 
 import numpy as np
 import torch
@@ -12,16 +13,17 @@ from sklearn.exceptions import ConvergenceWarning
 from sklearn.model_selection import train_test_split
 from sklearn.utils.validation import check_random_state
 
+from lastedge.runtime import Preprocess
 from lastedge.runtime.model import check_image_shape
 
 from . import problem
 from .augment import shifted_copies
-from .base import SoftThresholdBase, rescaled_mu
+from .base import SoftThresholdBase, rescaled_mu, scaled_rows
 from .dca import DCASettings, run_dca
 from .objective import HINGES
 from .params import check_number
 from .progress import progress_bar
-from .solvers import SOLVERS, make_inner_solver
+from .solvers import SOLVERS, InnerSolver, LBFGSSolver, make_inner_solver
 from .subproblem import SURROGATES, Data
 
 # Above this many training rows the paper switches to minibatch sub-problem solves.
@@ -196,6 +198,13 @@ class LASTClassifier(SoftThresholdBase):
         objective of (P) keeps falling (judged on up to 8192 rows). "auto": on with minibatches
         (measured on MNIST: 1.5x lower objective in the same time); off in full batch, where the
         greedier path ended in worse local minima on scikit-learn's digits.
+    warm_start : bool, default=False
+        Start ``fit`` from where the previous fit ended (scikit-learn's convention): its atoms
+        and weights, its preprocessing (not refitted), and minibatch Adam's moments and step, so
+        ``max_dca_iter`` more DCA iterations continue the run (in full batch, 3 then 3 more are
+        6 in one go). The classes, features and atom layout (``n_atoms``, ``multiclass``,
+        ``sub_dictionaries``, ...) must be those of the previous fit. ``history_`` and ``n_iter_``
+        describe the latest fit.
     random_state : int, RandomState or None
         Seeds the start point and the minibatch order.
     verbose : int, default=1
@@ -223,7 +232,7 @@ class LASTClassifier(SoftThresholdBase):
                  image_shape: tuple[int, ...] | None = None, early_stopping: bool = False,
                  validation_fraction: float = 0.1, n_iter_no_change: int = 3, device: str = "cpu",
                  n_jobs: int | None = 1, surrogate: str = "auto", line_search: str | bool = "auto",
-                 random_state=None, verbose: int = 1):
+                 warm_start: bool = False, random_state=None, verbose: int = 1):
         self.n_atoms = n_atoms
         self.preprocess = preprocess
         self.nu = nu
@@ -253,6 +262,7 @@ class LASTClassifier(SoftThresholdBase):
         self.n_jobs = n_jobs
         self.surrogate = surrogate
         self.line_search = line_search
+        self.warm_start = warm_start
         self.random_state = random_state
         self.verbose = verbose
 
@@ -358,26 +368,37 @@ class LASTClassifier(SoftThresholdBase):
         X, y_index, X_val, y_val = self._validation_split(X, y_index, rng)
         if self.shift_augment:
             X, y_index = shifted_copies(X, y_index, self.image_shape, int(self.shift_augment))
-        Z, row_scale, targets, groups, U0, v0 = self._prepare(X, y_index, rng)
+        warm = self._warm_start_from(X) if self.warm_start else None
+        if warm is None:
+            Z, row_scale, targets, groups, U0, v0 = self._prepare(X, y_index, rng)
+        else:
+            Z, row_scale, targets, groups, U0, v0 = warm.prepare(self, X, y_index)
         batch, n_inner = self._schedule(len(Z))
-        solver = make_inner_solver(self._solver_name(batch), n_inner, batch, self.eps,
-                                   None if self.step_sizes is None else tuple(self.step_sizes))
+        name, steps = self._solver_name(batch), None if self.step_sizes is None else tuple(self.step_sizes)
+        schedule = (name, batch, n_inner, steps)
+        if warm is not None and warm.schedule == schedule:  # its Adam moments and step carry on
+            solver = warm.solver
+        else:
+            solver = make_inner_solver(name, n_inner, batch, self.eps, steps)
         tol = self._tol(batch)
         settings = DCASettings(self.nu, self.beta, self.eps, int(self.max_dca_iter), tol, solver,
                                rescaled_mu(self.mu, row_scale), self._surrogate_name(batch),
                                batch is not None if self.line_search == "auto" else bool(self.line_search),
                                None if self.early_stopping else int(self.n_iter_no_change))
         tracker = _IterationTracker(self, groups, row_scale, start, X_val, y_val, monitor)
+        seed = int(rng.randint(2**31 - 1)) if warm is None else warm.seed  # a warm start's run goes on
         with self._torch_session() as device:
             data = Data(torch.as_tensor(Z, device=device),
                         torch.as_tensor(targets, device=device),
                         torch.as_tensor(groups, device=device), self.hinge,
                         float(self.ovr_hinge_weight) if self._shares_dictionary() else 0.0)
+            solver.to(device)
             with progress_bar(self.max_dca_iter, "LAST (DCA)", self.verbose) as report:
                 result = run_dca(data, torch.as_tensor(U0, device=device),
                                  torch.as_tensor(v0, device=device), settings,
-                                 seed=int(rng.randint(2**31 - 1)),
-                                 on_iteration=tracker.hook(report))
+                                 seed=seed, on_iteration=tracker.hook(report),
+                                 iterations_done=0 if warm is None else warm.iterations_done)
+            solver.to("cpu")
         self.history_ = result.history[0] if len(result.history) == 1 else result.history
         self.converged_ = np.array(result.converged)
         self.n_iter_ = max(len(h) for h in result.history)
@@ -387,7 +408,22 @@ class LASTClassifier(SoftThresholdBase):
                           f"{int((~self.converged_).sum())} of {len(self.converged_)} head(s) met "
                           f"tol={tol}; raise max_dca_iter or tol", ConvergenceWarning, stacklevel=2)
         self._store_solution(U, v, groups, time.perf_counter() - start, row_scale)
+        self._warm_state = _WarmStart(self.classes_, self.preprocess_, row_scale, groups, U, v, solver, schedule,
+                                      seed, self.n_iter_ + (0 if warm is None else warm.iterations_done))
         return self
+
+    def _warm_start_from(self, X: np.ndarray) -> _WarmStart | None:
+        """The previous fit's end, checked against this fit's classes and features (None before
+        any fit: ``warm_start`` then starts as a fresh fit does)."""
+        warm = getattr(self, "_warm_state", None)
+        if warm is None:
+            return None
+        if not np.array_equal(warm.classes, self.classes_):
+            raise ValueError(f"warm_start continues a fit of the classes {warm.classes.tolist()}, got "
+                             f"{self.classes_.tolist()}: set warm_start=False to start afresh")
+        if X.shape[1] != warm.U.shape[1]:
+            raise ValueError(f"warm_start continues a fit of {warm.U.shape[1]} features, got {X.shape[1]}")
+        return warm
 
     def _validation_split(self, X: np.ndarray, y_index: np.ndarray, rng: np.random.RandomState):
         """``X, y, X_val, y_val``: a stratified hold-out when ``early_stopping``, else no split."""
@@ -415,6 +451,36 @@ class LASTClassifier(SoftThresholdBase):
 
 
 Monitor = Callable[[int, LASTClassifier], bool | None]
+
+
+@dataclass(frozen=True)
+class _WarmStart:
+    """Where a fit ended, for the next one with ``warm_start``: its iterate ``(U, v)`` on its rows
+    divided by ``row_scale``, the atoms' groups, the fitted preprocessing, and its solver, whose
+    minibatch Adam carries its moments and step (step trials re-run from a nearly optimal point
+    shrink the step and stall DCA, see ``solvers._AdamMemory``) when the schedule is the same."""
+
+    classes: np.ndarray
+    preprocess: Preprocess
+    row_scale: float
+    groups: np.ndarray
+    U: np.ndarray
+    v: np.ndarray
+    solver: InnerSolver | LBFGSSolver
+    schedule: tuple
+    seed: int  # of the DCA run that the fits continue
+    iterations_done: int  # by every fit this one continues, its own included
+
+    def prepare(self, estimator: LASTClassifier, X: np.ndarray, y_index: np.ndarray):
+        """``SoftThresholdBase._prepare``'s tuple for ``estimator``, starting from this fit's end."""
+        targets, groups = estimator._layout(y_index)
+        if groups.shape != self.groups.shape:
+            raise ValueError(f"warm_start continues a fit of {self.groups.shape[0]} head(s) of "
+                             f"{self.groups.shape[1]} atoms, the parameters now give {groups.shape[0]} of "
+                             f"{groups.shape[1]} (n_atoms, multiclass or sub_dictionaries changed): set "
+                             "warm_start=False to start afresh")
+        Z = scaled_rows(estimator._preprocessed(X, fitted=self.preprocess), self.row_scale)
+        return Z, self.row_scale, targets, self.groups, self.U, self.v
 
 
 class _IterationTracker:

@@ -145,6 +145,14 @@ class InnerSolver:
         self.t0 = max(1, n_iter // 10)
         self._memory: _AdamMemory | None = None
 
+    def to(self, device: torch.device | str) -> InnerSolver:
+        """This solver with what it carries between DCA iterations on ``device`` (a fit keeps
+        it on the CPU for ``warm_start``, whose next fit may run elsewhere)."""
+        if self._memory is not None:
+            memory = self._memory
+            self._memory = _AdamMemory([m.to(device) for m in memory.moments], memory.rate.to(device), memory.t)
+        return self
+
     @property
     def _extends_upwards(self) -> bool:
         """Whether the step grid may grow above its largest candidate.
@@ -364,6 +372,10 @@ class LBFGSSolver:
     def __init__(self, n_iter: int, eps: float):
         self.n_iter, self.eps = n_iter, eps
         self.batch_size = None
+
+    def to(self, device: torch.device | str) -> LBFGSSolver:
+        """This solver (it carries nothing between DCA iterations)."""
+        return self
 
     def solve(self, problem: SubProblem, U0: Tensor, v0: Tensor, seed: int,
               heads: Tensor | None = None) -> tuple[Tensor, Tensor, Tensor]:
