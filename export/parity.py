@@ -88,9 +88,11 @@ def _compare(model: Model, info: dict[str, Any], backend: str, X: np.ndarray, y:
              rtol: float, graph: DynamicGraph | None) -> dict[str, Any]:
     fp32 = info["metadata"]["precision"] == "fp32"
     rows = np.concatenate([X, probe_rows(model, X)]) if fp32 else X
-    fed = rows if info["metadata"]["preprocess_in_graph"] else model.preprocess.apply(rows)
+    in_graph = info["metadata"]["preprocess_in_graph"]
+    fed = rows if in_graph else model.preprocess.apply(rows)
     got = _backends.run(backend, info["path"], fed, model.row_width)
-    emulation = {} if graph is None else _against_emulation(model, graph, rows, got)
+    emulation = {} if graph is None else _against_emulation(
+        model, graph, model.preprocess.apply(rows) if in_graph else fed, got)
     expected, tol = _exact_scores_and_tolerance(model, rows, rtol)
     if got.shape != expected.shape:
         raise ParityError(f"{info['path']} on {backend}: scores have shape {got.shape}, "
@@ -120,11 +122,11 @@ def _compare(model: Model, info: dict[str, Any], backend: str, X: np.ndarray, y:
     return figures
 
 
-def _against_emulation(model: Model, graph: DynamicGraph, rows: np.ndarray, got: np.ndarray) -> dict[str, Any]:
+def _against_emulation(model: Model, graph: DynamicGraph, preprocessed: np.ndarray,
+                       got: np.ndarray) -> dict[str, Any]:
     """How far a dynamic int8 file's scores ``got`` are from its integer graph evaluated in numpy
-    on the same blocks of rows (each block's input range sets its quantization, as it does in
-    the file)."""
-    preprocessed = model.preprocess.apply(rows)
+    on the same blocks of (preprocessed) rows: each block's input range sets its quantization, as
+    it does in the file."""
     expected, tol = np.hsplit(in_row_blocks(graph.scores, preprocessed, model.row_width), 2)
     error = np.abs(got.astype(np.float64) - expected)
     return {"max_error_vs_integer_graph": float(error.max()),
