@@ -90,3 +90,19 @@ def test_cli_trains_on_cuda_and_the_model_file_runs_anywhere(capsys, tmp_path):
     model = Model.load(out)
     assert model.dictionary.dtype == np.float32 and model.n_atoms == 60
     assert "accuracy" in printed.lower()
+
+
+def test_cuda_warm_start_continues_on_the_gpu_and_from_a_cpu_fit(digits_data):
+    """The minibatch Adam state a fit keeps (on the CPU) moves to the device of the next fit:
+    2 + 2 DCA iterations on the GPU match 4 in one go there, and a CPU fit continues on the GPU."""
+    d = digits_data
+    params = dict(n_atoms=6, preprocess="center-l2", **SCHEDULES["minibatch"])
+    once = fit_on("cuda", X=d.X_train, y=d.y_train, max_dca_iter=4, **params)
+    twice = fit_on("cuda", X=d.X_train, y=d.y_train, max_dca_iter=2, **params)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        twice.set_params(warm_start=True).fit(d.X_train, d.y_train)
+        moved = fit_on("cpu", X=d.X_train, y=d.y_train, max_dca_iter=2, **params)
+        moved.set_params(warm_start=True, device="cuda").fit(d.X_train, d.y_train)
+    assert_same_classifier(once, twice, d.X_test, d.y_test)
+    assert_same_classifier(once, moved, d.X_test, d.y_test)
