@@ -1,6 +1,6 @@
-"""LASTClassifier on raw rows (``preprocess="none"``) of scales float32 cannot train on as they are.
+"""Raw rows (``preprocess="none"``) of scales float32 cannot train on as they are.
 
-Rows near 1e38 or 1e-38 are trained on divided by their scale and the atoms divided by it after
+LASTClassifier and the SGD baseline train rows near 1e38 or 1e-38 are trained on divided by their scale and the atoms divided by it after
 (``train.base.training_scale``); the model must then be as good as on unit-order rows, in every
 place where DCA's iterates become the model (the end, early stopping, the monitor), and a model
 whose atoms float32 cannot hold is refused with a ValueError.
@@ -16,8 +16,8 @@ import pytest
 from sklearn.datasets import make_classification
 from sklearn.exceptions import ConvergenceWarning
 
-from lastedge.train import LASTClassifier
-from lastedge.train import last
+from lastedge.train import LASTClassifier, SGDSoftThresholdClassifier, last
+from lastedge.train.base import training_scale
 
 FLOAT32 = np.finfo(np.float32)
 FIT = dict(n_atoms=6, preprocess="none", max_dca_iter=10, inner_iter=50, verbose=0, random_state=0)
@@ -168,3 +168,56 @@ def test_the_subgradient_atom_scale_is_a_power_of_two_exactly_one_for_unit_rows(
     rows = torch.nn.functional.normalize(torch.randn(50, 7, generator=torch.Generator().manual_seed(0)), dim=1)
     assert subgradient_atom_scale(rows * norm) == expected
     assert subgradient_atom_scale(torch.zeros(3, 7)) == 1.0 and subgradient_atom_scale(torch.zeros(0, 7)) == 1.0
+
+
+# --- the SGD baseline -------------------------------------------------------------------------------
+
+SGD_FIT = dict(n_atoms=6, max_iter=500, verbose=0, random_state=0)
+
+
+@pytest.fixture(scope="module")
+def unscaled_accuracy() -> dict[tuple[str, str], float]:
+    X, y = easy_problem(2)
+    return {(preprocess, optimizer): SGDSoftThresholdClassifier(preprocess=preprocess, optimizer=optimizer,
+                                                                **SGD_FIT).fit(X, y).score(X, y)
+            for preprocess in ("none", "l2") for optimizer in ("sgd", "adam")}
+
+
+@pytest.mark.parametrize("optimizer", ["sgd", "adam"])
+@pytest.mark.parametrize("preprocess", ["none", "l2"])
+@pytest.mark.parametrize("scale", ["1e13", "1e-9", "near max", "near min normal"])
+def test_sgd_trains_as_well_at_absurd_scales(scale, preprocess, optimizer, unscaled_accuracy):
+    X, y = easy_problem(2)
+    X = scaled_rows(X, scale)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # numpy's overflow warnings or torch's: none
+        estimator = SGDSoftThresholdClassifier(preprocess=preprocess, optimizer=optimizer, **SGD_FIT)
+        estimator.fit(X, y)
+        accuracy = estimator.score(X, y)
+    assert np.isfinite(estimator.dictionary_).all() and np.isfinite(estimator.coef_).all()
+    assert accuracy >= unscaled_accuracy[preprocess, optimizer] - 0.02 and accuracy > 0.9
+
+
+def test_rows_beyond_float32_squares_train_on_the_rescaled_rows_as_the_same_descent():
+    X, y = easy_problem(2)
+    base = SGDSoftThresholdClassifier(preprocess="none", **SGD_FIT).fit(X, y)
+    huge = SGDSoftThresholdClassifier(preprocess="none", **SGD_FIT).fit(X * 1e30, y)
+    assert training_scale(X.astype(np.float32), 1e-4) == 1.0  # unit-order rows: trained as they are
+    assert training_scale((X * 1e30).astype(np.float32), 1e-4) > 1e30
+    assert np.mean(huge.predict(X * 1e30) == base.predict(X)) >= 0.98
+    np.testing.assert_allclose(huge.dictionary_ * 1e30, base.dictionary_, rtol=1e-2,
+                               atol=1e-3 * np.abs(base.dictionary_).max())
+
+
+def test_rows_too_short_for_float32_atoms_are_refused_before_training(monkeypatch):
+    X, y = easy_problem(2)
+    X = X * (1e3 * FLOAT32.tiny / np.abs(X).max())  # atoms of 1 / (eps r) would pass 1e38
+
+    def no_training(*args, **kwargs):
+        raise AssertionError("trained")
+
+    monkeypatch.setattr(SGDSoftThresholdClassifier, "_descend", no_training)
+    with pytest.raises(ValueError, match=r"rows of scale .* need atoms beyond float32's range.*eps=0.0001"):
+        SGDSoftThresholdClassifier(preprocess="none", **SGD_FIT).fit(X, y)
+    with pytest.raises(ValueError, match=r"mu=0.001 cannot train on rows of scale .* overflows float32"):
+        SGDSoftThresholdClassifier(preprocess="none", mu=1e-3, **SGD_FIT).fit(X * 1e5, y)

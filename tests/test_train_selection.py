@@ -2,10 +2,15 @@
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 import pytest
 from sklearn.base import BaseEstimator, ClassifierMixin
+from sklearn.datasets import make_classification
 
+from lastedge.train import LASTClassifier
+from lastedge.train.params import check_number
 from lastedge.train.selection import choose_mu, choose_params, holdout_split
 
 
@@ -71,3 +76,57 @@ def test_an_empty_grid_is_refused(grid):
     X, y = rows()
     with pytest.raises(ValueError, match="at least one candidate value"):
         choose_params(RightOnlyAtOneMu(), grid, X, y, cv=3)
+
+
+# --- each candidate keeps its type --------------------------------------------------------------
+
+class IntegerAtoms(ClassifierMixin, BaseEstimator):
+    """Refuses a float ``n_atoms`` as the real estimators do; knows the rule (label = x mod 3)
+    only when ``n_atoms == good`` and ``mu == good_mu``."""
+
+    def __init__(self, n_atoms=1, mu=0.0, good=8, good_mu=0.0):
+        self.n_atoms, self.mu, self.good, self.good_mu = n_atoms, mu, good, good_mu
+
+    def fit(self, X, y):
+        check_number(self, "n_atoms", integer=True, low=1)
+        self.classes_ = np.unique(y)
+        return self
+
+    def predict(self, X):
+        right = self.n_atoms == self.good and self.mu == self.good_mu
+        return X[:, 0].astype(int) % 3 if right else np.zeros(len(X), int)
+
+
+def test_an_integer_grid_reaches_the_estimator_and_the_results_as_integers():
+    X, y = rows()
+    best, candidates = choose_params(IntegerAtoms(good=8), {"n_atoms": [8, 4]}, X, y, holdout_split(0.25, 0))
+    assert best == {"n_atoms": 8} and type(best["n_atoms"]) is int
+    assert [(params, score) for params, score in candidates] == [({"n_atoms": 4}, pytest.approx(1 / 3)),
+                                                                ({"n_atoms": 8}, 1.0)]
+    assert all(type(params["n_atoms"]) is int for params, _ in candidates)
+
+
+def test_numpy_and_mixed_grids_become_python_numbers_of_their_kind_in_increasing_order():
+    X, y = rows()
+    grid = {"n_atoms": np.array([8, 4]), "mu": [np.float32(0.5), 0]}
+    best, candidates = choose_params(IntegerAtoms(good=4, good_mu=0.5), grid, X, y, cv=3)
+    assert best == {"mu": 0.5, "n_atoms": 4} and (type(best["mu"]), type(best["n_atoms"])) == (float, int)
+    assert [tuple(params.values()) for params, _ in candidates] == [(0, 4), (0, 8), (0.5, 4), (0.5, 8)]
+    assert [tuple(map(type, params.values())) for params, _ in candidates] == [
+        (int, int), (int, int), (float, int), (float, int)]  # 0 stays an int, float32 0.5 a float
+
+
+def test_ties_over_an_integer_grid_keep_the_smallest():
+    X, y = rows()
+    best, _ = choose_params(IntegerAtoms(good=-1), {"n_atoms": [3, 2, 5]}, X, y, cv=3)
+    assert best == {"n_atoms": 2} and type(best["n_atoms"]) is int
+
+
+def test_lastclassifier_chooses_among_integer_dca_iterations():
+    X, y = make_classification(300, 8, n_informative=4, class_sep=2.0, random_state=0)
+    estimator = LASTClassifier(n_atoms=2, inner_iter=10, verbose=0, random_state=0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # ConvergenceWarning: 1 or 2 DCA iterations cannot converge
+        best, candidates = choose_params(estimator, {"max_dca_iter": [2, 1]}, X, y, holdout_split(0.25, 0))
+    assert type(best["max_dca_iter"]) is int
+    assert [params["max_dca_iter"] for params, _ in candidates] == [1, 2]
