@@ -1,9 +1,10 @@
 """Raw rows (``preprocess="none"``) of scales float32 cannot train on as they are.
 
-LASTClassifier and the SGD baseline train rows near 1e38 or 1e-38 are trained on divided by their scale and the atoms divided by it after
-(``train.base.training_scale``); the model must then be as good as on unit-order rows, in every
-place where DCA's iterates become the model (the end, early stopping, the monitor), and a model
-whose atoms float32 cannot hold is refused with a ValueError.
+Rows near 1e38 or 1e-38 are trained on divided by their scale, by LASTClassifier and the SGD
+baseline alike, and the atoms divided by it after (``train.base.training_scale``); the model must
+then be as good as on unit-order rows, in every place where DCA's iterates become the model (the
+end, early stopping, the monitor), and a model whose atoms float32 cannot hold is refused with a
+ValueError.
 """
 
 from __future__ import annotations
