@@ -75,12 +75,20 @@ def _export_checked(args: argparse.Namespace, model: Any, rows: Any, out: Path) 
                                min_agreement=None if rows.source == "synthetic" else 0.99)
     except ParityError as err:
         raise CommandError(f"parity check failed ({err}); {out} was not written, the rejected "
-                           f"file is kept for inspection as {candidate}") from None
+                           f"file is kept for inspection as {candidate}{_int8_hint(args)}") from None
     except BaseException:
         candidate.unlink(missing_ok=True)
         raise
     os.replace(candidate, out)
     return {**parity, "path": str(out)}
+
+
+def _int8_hint(args: argparse.Namespace) -> str:
+    """What to try when an int8 file fails its check: its 8-bit grid is too coarse for the model."""
+    if not args.int8:
+        return ""
+    per_channel = args.format == "tflite" and not args.per_channel
+    return f" (int8 is too coarse for this model: {'try --per-channel, or ' if per_channel else ''}export fp32)"
 
 
 def run_export(args: argparse.Namespace) -> int:

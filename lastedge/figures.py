@@ -278,7 +278,8 @@ def model_atoms(model: Model, path: str | os.PathLike, image_shape: tuple[int, .
         side = math.isqrt(model.n_features)
         if side * side != model.n_features:
             raise ValueError(f"{model.n_features} features are not a square image; give the image shape "
-                             f"(e.g. 32x32x3 or 3x32x32 for colour)")
+                             f"(--image-shape HxW, e.g. 32x32x3 or 3x32x32 for colour, or "
+                             f"1x{model.n_features} to draw each atom as a strip of its features)")
         image_shape = (side, side)
     if math.prod(image_shape) != model.n_features:
         raise ValueError(f"an image of shape {'x'.join(map(str, image_shape))} has {math.prod(image_shape)} "

@@ -141,7 +141,7 @@ def model_lines(info: dict[str, Any]) -> list[str]:
         fields.append(("trainer", f"{meta['trainer']}, fit {meta.get('fit_seconds', '?')} s"))
     if isinstance(meta.get("params"), dict) and meta["params"]:
         fields.append(("params", " ".join(f"{k}={v}" for k, v in sorted(meta["params"].items()))))
-    for key in ("data", "metrics"):  # recorded by ``lastedge train``
+    for key in ("data", "metrics", "interrupted"):  # recorded by ``lastedge train`` (Ctrl-C: interrupted)
         if isinstance(meta.get(key), dict):
             fields.append((key, " ".join(f"{k}={v}" for k, v in meta[key].items())))
     choice = selection_text(meta.get("selection"))  # recorded by ``lastedge train --mu A,B,...``

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import csv
+import difflib
 import importlib
 import re
 from dataclasses import dataclass
@@ -24,6 +25,7 @@ from .images import image_split, read_image_folder
 from .model import NPZ_ERRORS, check_declared_sizes
 
 NPZ_KEYS = ("X_train", "y_train", "X_test", "y_test")
+MAX_COLUMNS_SHOWN = 8  # of a CSV header, in an error naming a label column it lacks
 
 
 @dataclass
@@ -198,39 +200,75 @@ def load_csv(path: str | Path | TextIO,
     ``(X float64 [m, n], y labels [m])``; ``y`` is None when ``label_column`` is None (every column
     is a feature).
 
-    The first row is a header when it has a name where the next row has a number, or, in a file
-    of one row, when it has no number at all. ``label_column`` is a column name (with a header)
-    or index (negative counts from the end). Labels are read by :func:`label_array`.
+    Cells are separated by commas, or by semicolons or tabs when the first line has no comma (as
+    spreadsheets in many locales save CSV files). The first row is a header when it has a name
+    where the next row has a number, or, in a file of one row, when it has no number at all.
+    ``label_column`` is a column name (with a header) or index (negative counts from the end).
+    Labels are read by :func:`label_array`. A bad row is named by its line in the file.
     """
     stream = not isinstance(path, (str, Path))
     name = getattr(path, "name", "the stream") if stream else Path(path).name
     try:
         with contextlib.nullcontext(path) if stream else open(path, newline="", encoding="utf-8-sig") as f:
+            lines = list(f)
             # strict: a quote left open is an error, not every later row swallowed into one cell
-            rows = [row for row in csv.reader(f, strict=True) if row and any(cell.strip() for cell in row)]
+            reader = csv.reader(lines, delimiter=_delimiter(lines), strict=True)
+            numbered = [(reader.line_num, row) for row in reader if row and any(cell.strip() for cell in row)]
     except (UnicodeDecodeError, csv.Error) as err:
         raise ValueError(f"{name} is not a readable CSV text file ({err})") from None
-    if rows and rows[0][0].startswith("\ufeff"):  # a byte-order mark (a stream is not read as utf-8-sig)
-        rows[0][0] = rows[0][0][1:]
-    if not rows:
+    if not numbered:
         raise ValueError(f"{name} has no rows")
+    line_numbers, rows = (list(part) for part in zip(*numbered))
+    if rows[0][0].startswith("\ufeff"):  # a byte-order mark (a stream is not read as utf-8-sig)
+        rows[0][0] = rows[0][0][1:]
     header = rows.pop(0) if _has_header(rows) else None
-    widths = {len(row) for row in rows} | ({len(header)} if header else set())
-    if len(widths) != 1:
-        raise ValueError(f"{name}: rows have different numbers of columns {sorted(widths)}")
+    first_line = line_numbers.pop(0) if header else line_numbers[0]
+    width = len(header) if header else len(rows[0])
+    for line, row in zip(line_numbers, rows):
+        if len(row) != width:
+            raise ValueError(f"{name}: line {line} has {len(row)} columns, line {first_line} has {width}")
     if not rows:
         raise ValueError(f"{name} has a header but no data rows")
-    width = widths.pop()
     column = None if label_column is None else _column_index(label_column, header, width)
     if width - (column is not None) < 1:
         raise ValueError(f"{name} has no feature columns besides the label column")
     try:
         X = np.array([[float(c) for i, c in enumerate(row) if i != column] for row in rows])
-    except ValueError as err:
-        raise ValueError(f"{name}: a feature cell is not a number ({err})") from None
+    except ValueError:
+        X = None
+    if X is None or not np.isfinite(X).all():
+        raise ValueError(f"{name}: {_bad_cell(rows, line_numbers, header, column)}")
     if column is None:
         return X, None
     return X, label_array([row[column].strip() for row in rows])
+
+
+def _delimiter(lines: list[str]) -> str:
+    """A comma, or the semicolon or tab that separates the cells of a first line without commas."""
+    first = next((line for line in lines if line.strip()), "")
+    if "," in first:
+        return ","
+    return max((";", "\t"), key=first.count) if (";" in first or "\t" in first) else ","
+
+
+def _bad_cell(rows: list[list[str]], lines: list[int], header: list[str] | None,
+              label_column: int | None) -> str:
+    """Where the first feature cell that is not a finite number is (columns by name, or by index
+    as ``label_column`` counts them), and what may fix it: a column of text is most likely the
+    labels, in another column than the one read as such."""
+    for line, row in zip(lines, rows):
+        for index, cell in enumerate(row):
+            if index == label_column or (_is_number(cell) and np.isfinite(float(cell))):
+                continue
+            column = repr(header[index]) if header else str(index)
+            if not cell.strip():
+                return f"line {line}, column {column} is empty (a missing value): fill it in or drop the row"
+            what = f"line {line}, column {column} holds {cell.strip()[:40]!r}, not a finite number"
+            if any(_is_number(other[index]) for other in rows[:10]):
+                return what
+            return f"{what}; if that column holds the labels, name it as the label column " \
+                   f"(--label-column {header[index] if header else index})"
+    raise AssertionError("no bad cell")  # called only when there is one
 
 
 def label_array(labels: list[str]) -> np.ndarray:
@@ -261,13 +299,24 @@ def _has_header(rows: list[list[str]]) -> bool:
 def _column_index(label_column: str | int, header: list[str] | None, width: int) -> int:
     if isinstance(label_column, str) and not _is_int(label_column):
         if header is None or label_column not in header:
-            known = f"columns are {', '.join(header)}" if header else "the file has no header"
-            raise ValueError(f"label column {label_column!r} not found ({known})")
+            raise ValueError(f"label column {label_column!r} not found ({_columns_known(label_column, header)})")
         return header.index(label_column)
     index = int(label_column)
     if not -width <= index < width:
         raise ValueError(f"label column {index} is out of range for {width} columns")
     return index % width
+
+
+def _columns_known(name: str, header: list[str] | None) -> str:
+    """What a label column name not in ``header`` may have meant: the nearest names (``Kind`` for
+    ``kind``), else the first and last columns (a row of 784 pixel names is no help)."""
+    if header is None:
+        return "the file has no header"
+    near = difflib.get_close_matches(name.lower(), [h.lower() for h in header], n=3, cutoff=0.6)
+    if near:
+        return "did you mean " + " or ".join(repr(h) for h in header if h.lower() in near) + "?"
+    shown = header if len(header) <= MAX_COLUMNS_SHOWN else [*header[:5], "...", *header[-2:]]
+    return f"its {len(header)} columns are {', '.join(shown)}"
 
 
 def _is_number(text: str) -> bool:

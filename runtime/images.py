@@ -118,8 +118,9 @@ def _check_one_size(paths: list[Path], root: Path) -> None:
         first = first or (path, width, height)
         if (width, height) != first[1:]:
             raise ValueError(f"images differ in size: {first[0].relative_to(root)} is "
-                             f"{first[1]}x{first[2]}, {path.relative_to(root)} is {width}x{height} "
-                             "(width x height); give an image size to scale them to (--image-size HxW)")
+                             f"{first[2]}x{first[1]}, {path.relative_to(root)} is {height}x{width} "
+                             "(height x width, as --image-size HxW takes it); give an image size to "
+                             "scale them to")
 
 
 def _read_image(path: Path, size: tuple[int, int] | None = None) -> np.ndarray:

@@ -188,7 +188,8 @@ def test_images_of_mixed_sizes_are_refused_before_any_is_decoded(tmp_path, monke
         raise AssertionError("an image was decoded before the sizes were compared")
 
     monkeypatch.setattr(images, "_read_image", decoded)
-    with pytest.raises(ValueError, match=r"images differ in size: a.png is 8x8, b.png is 9x8"):
+    with pytest.raises(ValueError, match=r"images differ in size: a.png is 8x8, b.png is 8x9 "
+                                         r"\(height x width, as --image-size HxW takes it\)"):
         images.read_images([tmp_path / "a.png", tmp_path / "b.png"], tmp_path)
 
 
@@ -247,7 +248,7 @@ def test_images_of_different_sizes_are_refused_by_name(tmp_path):
     (tmp_path / "b").mkdir()
     Image.fromarray(np.zeros((8, 8), np.uint8)).save(tmp_path / "a" / "small.png")
     Image.fromarray(np.zeros((8, 9), np.uint8)).save(tmp_path / "b" / "wide.png")
-    with pytest.raises(ValueError, match=r"a/small.png is 8x8, b/wide.png is 9x8"):
+    with pytest.raises(ValueError, match=r"a/small.png is 8x8, b/wide.png is 8x9 \(height x width"):
         load_dataset(str(tmp_path))
 
 

@@ -5,10 +5,12 @@ from __future__ import annotations
 import argparse
 import contextlib
 import dataclasses
+import signal
 import sys
+import threading
 import warnings
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterator
 
 import numpy as np
 
@@ -33,7 +35,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                     "stratified; an .npz or IDX folder without one trains on all its rows. "
                     "Prints train/test "
                     "accuracy, training time, feature sparsity and model size; writes the model "
-                    "atomically.")
+                    "atomically. Ctrl-C stops LAST after the DCA iteration under way and saves the "
+                    "model so far (exit status 130); a second Ctrl-C stops at once.")
     p.add_argument("--data", required=True, metavar="PATH|digits",
                    help="training data: .npz, .csv, a folder, or digits")
     p.add_argument("--atoms", required=True, type=int, metavar="N",
@@ -137,16 +140,26 @@ def run_train(args: argparse.Namespace) -> int:
     if grid:
         selection = choose_on_holdout(estimator, grid, data.X_train, data.y_train, args.seed)
         estimator.set_params(**selection["chosen"])
+    stop = StopOnInterrupt(estimator.verbose)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", ConvergenceWarning)
-        estimator.fit(data.X_train, data.y_train)
+        if args.method == "last":  # its monitor can stop the fit between DCA iterations
+            with stop.installed():
+                estimator.fit(data.X_train, data.y_train, monitor=stop)
+        else:
+            if estimator.verbose:  # its step trials, a third or more of the time, show no progress bar
+                print(step_trials_notice(estimator), file=sys.stderr, flush=True)
+            estimator.fit(data.X_train, data.y_train)
     for warning in caught:
         print(f"lastedge train: warning: {str(warning.message).splitlines()[0]}", file=sys.stderr)
     summary = _evaluate(estimator, data)
     if selection is not None:
         summary["selection"] = selection
+    if stop.stopped_after is not None:
+        summary["interrupted"] = {"after_dca_iteration": stop.stopped_after,
+                                  "max_dca_iter": int(estimator.max_dca_iter)}
     model = estimator.to_model()
-    provenance = {key: summary[key] for key in ("data", "metrics", "selection") if key in summary}
+    provenance = {key: summary[key] for key in ("data", "metrics", "selection", "interrupted") if key in summary}
     model = dataclasses.replace(model, meta={**model.meta, **provenance})
     model.save(out)
     summary["model"] = {"path": str(out), "size_bytes": out.stat().st_size, "atoms": model.n_atoms,
@@ -158,7 +171,53 @@ def run_train(args: argparse.Namespace) -> int:
         print(json_text(summary))
     else:
         print("\n".join(field_lines(_summary_fields(summary))))
-    return 0
+    return 0 if stop.stopped_after is None else 130
+
+
+def step_trials_notice(estimator: Any) -> str:
+    """What an SGD/Adam fit does before its progress bar shows: one trial run per step size."""
+    from .sgd import DEFAULT_STEPS
+
+    steps = estimator.step_sizes or DEFAULT_STEPS[estimator.optimizer]
+    return (f"lastedge train: choosing the step size: {len(steps)} trial runs of "
+            f"{max(1, int(estimator.max_iter) // 5):,} steps, then the {int(estimator.max_iter):,}-step "
+            "run (its progress bar follows)")
+
+
+class StopOnInterrupt:
+    """A LAST fit's monitor that makes Ctrl-C stop it after the DCA iteration under way, so that
+    the model so far is saved rather than lost; a second Ctrl-C interrupts at once."""
+
+    def __init__(self, verbose: int = 0):
+        self.verbose = verbose
+        self.requested = False
+        self.stopped_after: int | None = None  # the DCA iteration the fit stopped after
+
+    def __call__(self, iteration: int, estimator: Any) -> bool:
+        if self.requested:
+            self.stopped_after = iteration + 1  # the hook counts from 0
+        return self.requested
+
+    @contextlib.contextmanager
+    def installed(self) -> Iterator[None]:
+        """Catch SIGINT while the block runs (in the main thread only, where signals arrive)."""
+        if threading.current_thread() is not threading.main_thread():
+            yield
+            return
+        previous = signal.getsignal(signal.SIGINT) or signal.default_int_handler  # None: set outside Python
+
+        def request_stop(signum: int, frame: Any) -> None:
+            self.requested = True
+            signal.signal(signal.SIGINT, previous)
+            below_bar = "\n" if self.verbose else ""
+            print(f"{below_bar}lastedge train: stopping after this DCA iteration and saving the model so "
+                  "far (Ctrl-C again to stop at once)", file=sys.stderr, flush=True)
+
+        signal.signal(signal.SIGINT, request_stop)
+        try:
+            yield
+        finally:
+            signal.signal(signal.SIGINT, previous)
 
 
 def make_estimator(args: argparse.Namespace) -> Any:
@@ -323,4 +382,8 @@ def _summary_fields(summary: dict[str, Any]) -> list[tuple[str, str]]:
         fields.append(("hold-out accuracy", f"{best['validation_accuracy']:.2%}, {kept}"))
     if "figure" in summary:
         fields.append(("training curve", summary["figure"]))
+    if "interrupted" in summary:
+        stopped = summary["interrupted"]
+        fields.append(("interrupted", f"Ctrl-C: stopped after DCA iteration {stopped['after_dca_iteration']} "
+                                      f"of at most {stopped['max_dca_iter']}; the model so far is saved"))
     return fields
