@@ -25,8 +25,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                    help="rows for int8 calibration and the parity check (.npz/.npy/.csv, a folder "
                         "of IDX files or images, or 'digits')")
     p.add_argument("--label-column", metavar="NAME|INDEX",
-                   help="label column of a CSV --calibration file (default: the last one when the "
-                        "file has one column more than the model has features)")
+                   help="label column of a CSV --calibration file (default, when the file has one "
+                        "column more than the model has features: the column the model was trained "
+                        "with, which lastedge train records, else the last)")
     p.add_argument("--dynamic", action="store_true",
                    help="ONNX int8 without calibration data (8-bit weights, activations quantized at run time)")
     p.add_argument("--per-channel", action="store_true",

@@ -95,9 +95,11 @@ def _read_npy(path: Path) -> _Parts:
         raise ValueError(f"{path} is not a readable .npy file ({err})") from None
 
 
-def _read_csv(path: Path, n_features: int, label_column: str | int | None) -> _Parts:
-    """A CSV of feature columns only, or with a label column: the one named, else the last when
-    the file has one column more than the model has features (``lastedge train``'s default)."""
+def _read_csv(path: Path, n_features: int, label_column: str | int | None,
+              trained_label_column: str | int) -> _Parts:
+    """A CSV of feature columns only, or with a label column: the one named, else, when the file
+    has one column more than the model has features (or a column of text), the one the model was
+    trained with (``trained_label_column``: ``lastedge train`` records it, -1 otherwise)."""
     if label_column is None:
         try:
             X, _ = load_csv(path, None)
@@ -105,11 +107,11 @@ def _read_csv(path: Path, n_features: int, label_column: str | int | None) -> _P
             X = None
         if X is not None and X.shape[1] != n_features + 1:
             return _Parts(X)
-    return _labelled(str(path), None, -1 if label_column is None else label_column)
+    return _labelled(str(path), None, trained_label_column if label_column is None else label_column)
 
 
 def _read(source: str, n_features: int, image_size: tuple[int, int] | None,
-          label_column: str | int | None) -> _Parts:
+          label_column: str | int | None, trained_label_column: str | int) -> _Parts:
     """The parts of ``source`` (see the module's docstring)."""
     path = Path(source)
     if source == "digits":
@@ -121,7 +123,7 @@ def _read(source: str, n_features: int, image_size: tuple[int, int] | None,
     readers = {".npz": _read_npz, ".npy": _read_npy}
     suffix = path.suffix.lower()
     if suffix == ".csv":
-        return _read_csv(path, n_features, label_column)
+        return _read_csv(path, n_features, label_column, trained_label_column)
     if suffix not in readers:
         raise ValueError(f"data files must be .npz, .npy or .csv, got {path.name!r}")
     return readers[suffix](path)
@@ -145,16 +147,26 @@ def _with_test_part(parts: _Parts) -> _Parts:
     return _Parts(parts.X_train[:cut], parts.X_train[cut:], None if y is None else np.asarray(y)[cut:])
 
 
+def _trained_label_column(model: Model) -> str | int:
+    """The CSV label column ``lastedge train`` recorded in the model's metadata, else -1 (the
+    last); a recorded value that is no column name or index is ignored (metadata is the file's)."""
+    data = model.meta.get("data")
+    column = data.get("label_column") if isinstance(data, dict) else None
+    return column if isinstance(column, (str, int)) and not isinstance(column, bool) else -1
+
+
 def load_rows(source: str | None, model: Model, image_size: tuple[int, int] | None = None,
               label_column: str | int | None = None) -> Rows:
     """Calibration and check rows from ``source``; with no source, synthetic check rows only.
     Images of an image folder are scaled to ``image_size`` (height, width) when given;
-    ``label_column`` names a CSV file's label column."""
+    ``label_column`` names a CSV file's label column (by default the one the model was trained
+    with, when the file has one)."""
     if label_column is not None and not (source or "").lower().endswith(".csv"):
         raise ValueError("--label-column applies to CSV calibration files only")
     if source is None:
         return Rows(None, synthetic_rows(model, SYNTHETIC_ROWS), None, "synthetic")
-    parts = _with_test_part(_read(source, model.n_features, image_size, label_column))
+    parts = _with_test_part(_read(source, model.n_features, image_size, label_column,
+                                  _trained_label_column(model)))
     X_train = _flat(parts.X_train, model.n_features, source)
     X_test = _flat(parts.X_test, model.n_features, source)
     pick = np.random.default_rng(0).permutation(len(X_train))[:MAX_CALIBRATION_ROWS]

@@ -182,3 +182,20 @@ def test_atoms_of_rows_that_are_no_square_image_name_the_option(tmp_path, capsys
     assert code == 0, err
     code, _, err = run(capsys, "inspect", tmp_path / "m.npz", "--atoms", tmp_path / "a.png")
     assert code == 1 and "(--image-shape HxW" in err and "1x10 to draw each atom as a strip" in err
+
+
+def test_export_calibrates_on_the_csv_with_the_label_column_the_model_was_trained_with(tmp_path, capsys):
+    """`export --calibration first.csv` needed `--label-column kind` again: train records it."""
+    lines = digits_csv(tmp_path / "first.csv", label_first=True)
+    assert run(capsys, "train", "--data", tmp_path / "first.csv", "--label-column", "kind", "--atoms", "2",
+               "--max-dca-iter", "1", "--quiet", "--out", tmp_path / "m.npz")[0] == 0
+    assert Model.load(tmp_path / "m.npz").meta["data"]["label_column"] == "kind"
+    code, out, err = run(capsys, "export", tmp_path / "m.npz", "--format", "onnx", "--calibration",
+                         tmp_path / "first.csv", "--out", tmp_path / "m.onnx", "--json")
+    assert code == 0, err
+    assert json.loads(out)["check_rows"] == f"held out from {tmp_path / 'first.csv'}"
+    features_only = tmp_path / "features.csv"  # no label column: every column a feature, as before
+    features_only.write_text("\n".join(line.split(",", 1)[1] for line in lines) + "\n")
+    code, _, err = run(capsys, "export", tmp_path / "m.npz", "--format", "onnx", "--calibration",
+                       features_only, "--out", tmp_path / "f.onnx")
+    assert code == 0, err

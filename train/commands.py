@@ -153,6 +153,8 @@ def run_train(args: argparse.Namespace) -> int:
     for warning in caught:
         print(f"lastedge train: warning: {str(warning.message).splitlines()[0]}", file=sys.stderr)
     summary = _evaluate(estimator, data)
+    if Path(args.data).suffix.lower() == ".csv":  # export --calibration reads the same column by default
+        summary["data"]["label_column"] = args.label_column
     if selection is not None:
         summary["selection"] = selection
     if stop.stopped_after is not None:
