@@ -76,6 +76,10 @@ def test_the_preprocessing_is_kept_not_refitted(digits):
 def test_a_warm_start_that_cannot_continue_says_why(digits, change, message):
     X, y = digits[0][:600], digits[1][:600]
     clf = fitted(X, y, max_dca_iter=1)
+    before = (clf.classes_.copy(), clf.n_features_in_, clf.predict(X))
     X2, y2, params = change(X, y)
     with pytest.raises(ValueError, match=message):
         continued(clf, X2, y2, **params)
+    # the previous fit is kept whole: the refused data set classes_ before (predictions mislabelled)
+    assert np.array_equal(clf.classes_, before[0]) and clf.n_features_in_ == before[1]
+    np.testing.assert_array_equal(clf.set_params(n_atoms=6).predict(X), before[2])

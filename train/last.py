@@ -361,14 +361,20 @@ class LASTClassifier(SoftThresholdBase):
         """
         self._check_params()
         start = time.perf_counter()
-        X, y_index = self._validate_fit_data(X, y)
+        fitted = dict(self.__dict__)  # a warm start refused below leaves the previous fit as it was
+        try:
+            X, y_index = self._validate_fit_data(X, y)
+            warm = self._warm_start_from(X, y_index) if self.warm_start else None
+        except ValueError:
+            self.__dict__.clear()
+            self.__dict__.update(fitted)
+            raise
         if self.image_shape is not None:
             check_image_shape(self.image_shape, X.shape[1])
         rng = check_random_state(self.random_state)
         X, y_index, X_val, y_val = self._validation_split(X, y_index, rng)
         if self.shift_augment:
             X, y_index = shifted_copies(X, y_index, self.image_shape, int(self.shift_augment))
-        warm = self._warm_start_from(X) if self.warm_start else None
         if warm is None:
             Z, row_scale, targets, groups, U0, v0 = self._prepare(X, y_index, rng)
         else:
@@ -412,9 +418,9 @@ class LASTClassifier(SoftThresholdBase):
                                       seed, self.n_iter_ + (0 if warm is None else warm.iterations_done))
         return self
 
-    def _warm_start_from(self, X: np.ndarray) -> _WarmStart | None:
-        """The previous fit's end, checked against this fit's classes and features (None before
-        any fit: ``warm_start`` then starts as a fresh fit does)."""
+    def _warm_start_from(self, X: np.ndarray, y_index: np.ndarray) -> _WarmStart | None:
+        """The previous fit's end, checked against this fit's classes, features and atom layout
+        (None before any fit: ``warm_start`` then starts as a fresh fit does)."""
         warm = getattr(self, "_warm_state", None)
         if warm is None:
             return None
@@ -423,6 +429,12 @@ class LASTClassifier(SoftThresholdBase):
                              f"{self.classes_.tolist()}: set warm_start=False to start afresh")
         if X.shape[1] != warm.U.shape[1]:
             raise ValueError(f"warm_start continues a fit of {warm.U.shape[1]} features, got {X.shape[1]}")
+        groups = self._layout(y_index)[1]
+        if groups.shape != warm.groups.shape:
+            raise ValueError(f"warm_start continues a fit of {warm.groups.shape[0]} head(s) of "
+                             f"{warm.groups.shape[1]} atoms, the parameters now give {groups.shape[0]} of "
+                             f"{groups.shape[1]} (n_atoms, multiclass or sub_dictionaries changed): set "
+                             "warm_start=False to start afresh")
         return warm
 
     def _validation_split(self, X: np.ndarray, y_index: np.ndarray, rng: np.random.RandomState):
@@ -472,13 +484,9 @@ class _WarmStart:
     iterations_done: int  # by every fit this one continues, its own included
 
     def prepare(self, estimator: LASTClassifier, X: np.ndarray, y_index: np.ndarray):
-        """``SoftThresholdBase._prepare``'s tuple for ``estimator``, starting from this fit's end."""
-        targets, groups = estimator._layout(y_index)
-        if groups.shape != self.groups.shape:
-            raise ValueError(f"warm_start continues a fit of {self.groups.shape[0]} head(s) of "
-                             f"{self.groups.shape[1]} atoms, the parameters now give {groups.shape[0]} of "
-                             f"{groups.shape[1]} (n_atoms, multiclass or sub_dictionaries changed): set "
-                             "warm_start=False to start afresh")
+        """``SoftThresholdBase._prepare``'s tuple for ``estimator``, starting from this fit's end
+        (its atom layout checked by ``LASTClassifier._warm_start_from``)."""
+        targets = estimator._layout(y_index)[0]
         Z = scaled_rows(estimator._preprocessed(X, fitted=self.preprocess), self.row_scale)
         return Z, self.row_scale, targets, self.groups, self.U, self.v
 
