@@ -18,12 +18,12 @@ from lastedge.runtime.model import check_image_shape
 
 from . import problem
 from .augment import shifted_copies
-from .base import SoftThresholdBase, rescaled_mu, scaled_rows
+from .base import SoftThresholdBase, rescaled_mu, root_mean_square_norm, scaled_rows
 from .dca import DCASettings, run_dca
 from .objective import HINGES
 from .params import check_number
 from .progress import progress_bar
-from .solvers import SOLVERS, InnerSolver, LBFGSSolver, make_inner_solver
+from .solvers import SOLVERS, InnerSolver, LBFGSSolver, make_inner_solver, subgradient_atom_scale
 from .subproblem import SURROGATES, Data
 
 # Above this many training rows the paper switches to minibatch sub-problem solves.
@@ -381,11 +381,12 @@ class LASTClassifier(SoftThresholdBase):
             Z, row_scale, targets, groups, U0, v0 = warm.prepare(self, X, y_index)
         batch, n_inner = self._schedule(len(Z))
         name, steps = self._solver_name(batch), None if self.step_sizes is None else tuple(self.step_sizes)
-        schedule = (name, batch, n_inner, steps)
+        atom_scale = subgradient_atom_scale(root_mean_square_norm(Z)) if name == "subgradient" else 1.0
+        schedule = (name, batch, n_inner, steps, atom_scale)
         if warm is not None and warm.schedule == schedule:  # its Adam moments and step carry on
             solver = warm.solver
         else:
-            solver = make_inner_solver(name, n_inner, batch, self.eps, steps)
+            solver = make_inner_solver(name, n_inner, batch, self.eps, steps, atom_scale)
         tol = self._tol(batch)
         settings = DCASettings(self.nu, self.beta, self.eps, int(self.max_dca_iter), tol, solver,
                                rescaled_mu(self.mu, row_scale), self._surrogate_name(batch),

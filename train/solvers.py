@@ -109,9 +109,9 @@ class _AdamMemory:
     t: int
 
 
-def subgradient_atom_scale(X: Tensor) -> float:
-    """The subgradient solver's step multiplier on ``U`` for rows ``X``: ``1 / r**2``, ``r`` their
-    root-mean-square norm, rounded to a power of 2.
+def subgradient_atom_scale(row_norm: float) -> float:
+    """The subgradient solver's step multiplier on ``U`` for rows of root-mean-square norm
+    ``row_norm`` (``base.root_mean_square_norm``): ``1 / row_norm**2``, rounded to a power of 2.
 
     The paper's steps suit its unit-norm rows. ``U``'s subgradient grows like ``r`` and the atoms
     like ``1 / r``, so a step on ``U`` must shrink like ``1 / r**2`` for one grid to fit any
@@ -120,7 +120,7 @@ def subgradient_atom_scale(X: Tensor) -> float:
     power of 2 the multiplier is exactly 1 for unit-norm rows, which keep the paper's steps bit
     for bit, and exact in float arithmetic.
     """
-    mean_square = float(torch.linalg.vector_norm(X, dim=1).double().pow(2).mean()) if len(X) else 0.0
+    mean_square = float(row_norm) ** 2
     if not 0 < mean_square < math.inf:
         return 1.0
     return 2.0 ** -round(math.log2(mean_square))
@@ -130,12 +130,14 @@ class InnerSolver:
     """Minimise a :class:`SubProblem` from a warm start; see the module docstring."""
 
     def __init__(self, method: str, n_iter: int, batch_size: int | None, eps: float,
-                 step_sizes: tuple[float, ...] | None = None, max_extensions: int = 3):
+                 step_sizes: tuple[float, ...] | None = None, max_extensions: int = 3,
+                 atom_scale: float = 1.0):
         if method not in DEFAULT_STEPS:
             raise ValueError(f"first-order solver must be one of {tuple(DEFAULT_STEPS)}, got {method!r}")
         self.method, self.n_iter, self.batch_size, self.eps = method, n_iter, batch_size, eps
         self.step_sizes = tuple(sorted(step_sizes or DEFAULT_STEPS[method], reverse=True))
         self.max_extensions = max_extensions
+        self.atom_scale = atom_scale  # subgradient's step multiplier on U (subgradient_atom_scale)
         self.checkpoint_every = max(1, n_iter // 20)  # minibatch steps between best-point checks
         # Minibatch Adam runs its step trials once and carries the winner (see _AdamMemory).
         self._carries_step = method == "adam" and batch_size is not None
@@ -175,7 +177,7 @@ class InnerSolver:
         carries from one DCA iteration to the next (see :class:`_AdamMemory`).
         """
         eval_index = self._eval_index(problem, seed)
-        scale = self._step_scale(problem, U0, v0)
+        scale = self._step_scale(U0, v0)
         start_value = problem.value(U0, v0, eval_index)
         if heads is None:
             heads = torch.arange(U0.shape[0], device=U0.device)
@@ -224,17 +226,17 @@ class InnerSolver:
         generator = torch.Generator().manual_seed(seed)
         return torch.randperm(m, generator=generator)[:_EVAL_ROWS].to(problem.data.X.device)
 
-    def _step_scale(self, problem: SubProblem, U0: Tensor, v0: Tensor) -> tuple[Tensor, Tensor]:
+    def _step_scale(self, U0: Tensor, v0: Tensor) -> tuple[Tensor, Tensor]:
         """Per-head multipliers of the base step for ``U`` and ``v``.
 
         Adam's: the blocks' root-mean-square entries, floored at the smallest normal number only
         (raw rows of 1e13 start with atoms of 1e-15, which a floor of 1e-12 gave steps 1000x their
-        size: no step improved, no training). Subgradient's: ``1 / r**2`` on ``U`` for rows of
-        root-mean-square norm ``r`` (:func:`subgradient_atom_scale`), 1 on ``v``.
+        size: no step improved, no training). Subgradient's: ``atom_scale`` on ``U``
+        (:func:`subgradient_atom_scale`, set once per fit from the rows), 1 on ``v``.
         """
         if self.method == "subgradient":
             ones = torch.ones(U0.shape[0], dtype=U0.dtype, device=U0.device)
-            return ones * subgradient_atom_scale(problem.data.X), ones
+            return ones * self.atom_scale, ones
         tiny = torch.finfo(U0.dtype).tiny
         rms_U = U0.pow(2).mean(dim=(1, 2)).sqrt().clamp_min(tiny)
         rms_v = v0.pow(2).mean(dim=1).sqrt().clamp_min(tiny)
@@ -410,7 +412,8 @@ class LBFGSSolver:
 
 
 def make_inner_solver(method: str, n_iter: int, batch_size: int | None, eps: float,
-                      step_sizes: tuple[float, ...] | None = None) -> InnerSolver | LBFGSSolver:
+                      step_sizes: tuple[float, ...] | None = None,
+                      atom_scale: float = 1.0) -> InnerSolver | LBFGSSolver:
     """The solver named by ``method``; "auto" is L-BFGS in full batch and Adam on minibatches
     (``LASTClassifier`` resolves its own "auto" before calling this)."""
     if method == "auto":
@@ -420,4 +423,4 @@ def make_inner_solver(method: str, n_iter: int, batch_size: int | None, eps: flo
             raise ValueError("inner_solver='lbfgs' needs full-batch solves: give batch_size='full' "
                              "(lastedge train: --batch-size full) or use inner_solver='adam'")
         return LBFGSSolver(n_iter, eps)
-    return InnerSolver(method, n_iter, batch_size, eps, step_sizes)
+    return InnerSolver(method, n_iter, batch_size, eps, step_sizes, atom_scale=atom_scale)
