@@ -34,10 +34,11 @@ from lastedge.runtime import Preprocess
 from lastedge.figures import check_figure_path
 from lastedge.runtime.model import check_output_path, write_atomically
 from lastedge.train import LASTClassifier, SGDSoftThresholdClassifier
+from lastedge.train.base import root_mean_square_norm
 from lastedge.train.baselines import SoftThresholdEncoderSVM
 from lastedge.train.centroids import KMeansCentroidClassifier
 from lastedge.train.selection import choose_mu, holdout_split
-from lastedge.train.sgd import DEFAULT_STEPS, root_mean_square_norm
+from lastedge.train.sgd import DEFAULT_STEPS
 from lastedge.train.sparse_coding import SparseCodingSVM
 
 # The paper runs SGD for 250000 minibatch iterations; at ~2 ms an iteration on this 2-core machine
