@@ -3,7 +3,9 @@
 A trained ``.npz`` model: classes, shapes, preprocessing, threshold, cost per sample and the
 training facts recorded in its metadata. An exported ``.onnx``/``.tflite`` file: what
 ``lastedge.export.describe`` reports (ops, tensors, metadata, size); on a device without the
-export extra, what the installed interpreter reads from the file (classes, shapes, precision).
+export extra, what the installed interpreter reads from the file (classes, shapes, precision), or
+for an ONNX file without onnxruntime either (a device with a TFLite interpreter only), what its
+bytes say (``lastedge.runtime.onnx_metadata``).
 """
 
 from __future__ import annotations
@@ -13,6 +15,9 @@ from pathlib import Path
 from typing import Any, Iterable
 
 MAX_CLASSES_SHOWN = 12
+# Trainer params that say how a fit was run, not what model it made: left out of the text (--json
+# keeps every param), as are params set to None (a default chosen at fit time, e.g. inner_iter).
+RUN_CONTROL_PARAMS = frozenset({"verbose", "n_jobs", "threads", "device"})
 ATOMS_PER_CLASS = 10  # --per-class default
 
 
@@ -22,7 +27,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "inspect", help="show what a model file (.npz, .onnx, .tflite) holds",
         description="Print the classes, shapes, preprocessing, MACs per sample and training facts "
                     "of a trained .npz model, or the ops, tensors and metadata of an exported "
-                    ".onnx/.tflite file (without lastedge[export]: what its interpreter reads).")
+                    ".onnx/.tflite file (without lastedge[export]: what its interpreter, or for "
+                    ".onnx without onnxruntime its metadata, says).")
     parser.add_argument("file", metavar="FILE", help="model file: .npz, .onnx or .tflite")
     parser.add_argument("--json", action="store_true", help="print one JSON object")
     parser.add_argument("--atoms", metavar="PATH", default=None,
@@ -51,7 +57,8 @@ def run_inspect(args: argparse.Namespace) -> int:
         raise ValueError("--image-shape and --per-class apply to --atoms only")
     if args.per_class < 1:  # it said "atoms per output must be >= 1", the figure's words
         raise ValueError(f"--per-class must be >= 1, got {args.per_class}")
-    if sniff(path) == "npz":
+    kind = sniff(path)
+    if kind == "npz":
         info = model_info(path)
         if args.atoms is not None:
             info["atoms_figure"] = str(_draw_atoms(path, args))
@@ -59,14 +66,15 @@ def run_inspect(args: argparse.Namespace) -> int:
     elif args.atoms is not None:
         raise ValueError(f"--atoms draws a trained .npz model's dictionary; {path.name} is an exported file")
     else:
-        info, lines = _exported_info(path)
+        info, lines = _exported_info(path, kind)
     print(json_text(info) if args.json else "\n".join(lines))
     return 0
 
 
-def _exported_info(path: Path) -> tuple[dict[str, Any], list[str]]:
+def _exported_info(path: Path, kind: str) -> tuple[dict[str, Any], list[str]]:
     """An exported file's graph (``lastedge.export.describe``); without the packages that parse
-    graphs, as on a device, what the runtime reads from the file through its interpreter."""
+    graphs, as on a device, what the runtime reads from the file through its interpreter, or, for
+    an ONNX file on a device without onnxruntime, from the file's bytes."""
     from lastedge.export import describe
     from lastedge.export.describe import summary_lines
 
@@ -79,23 +87,67 @@ def _exported_info(path: Path) -> tuple[dict[str, Any], list[str]]:
             raise
     from lastedge.runtime import load
 
-    predictor = load(path)
-    where = "in the graph" if predictor.preprocess_in_graph else "applied before the file"
-    info = {
-        "path": str(path), "format": path.suffix.lstrip(".").lower(), "size_bytes": predictor.file_size,
-        "precision": predictor.precision, "backend": predictor.backend,
-        "classes": predictor.classes.tolist(), "n_features": predictor.n_features,
-        "n_outputs": predictor.n_outputs, "preprocess": predictor.preprocess.kind,
-        "preprocess_in_graph": predictor.preprocess_in_graph,
-        "macs_per_sample": predictor.macs_per_sample,
-        "image_shape": None if predictor.image_shape is None else list(predictor.image_shape),
-        "graph": f"not shown: {missing} is not installed (pip install 'lastedge[export]')",
+    graph = f"not shown: {missing} is not installed ({_install_hint(missing)})"
+    try:
+        predictor = load(path)
+    except ImportError:  # no interpreter for it
+        if kind != "onnx":
+            raise
+        info = _onnx_bytes_info(path, graph)
+    else:
+        info = {
+            "path": str(path), "format": kind, "size_bytes": predictor.file_size,
+            "precision": predictor.precision, "backend": predictor.backend,
+            "classes": predictor.classes.tolist(), "n_features": predictor.n_features,
+            "n_outputs": predictor.n_outputs, "preprocess": predictor.preprocess.kind,
+            "preprocess_in_graph": predictor.preprocess_in_graph,
+            "macs_per_sample": predictor.macs_per_sample,
+            "image_shape": None if predictor.image_shape is None else list(predictor.image_shape),
+            "graph": graph,
+        }
+    return info, _runtime_lines(info)
+
+
+def _onnx_bytes_info(path: Path, graph: str) -> dict[str, Any]:
+    """What an ONNX file's bytes say (``runtime.onnx_metadata``), where neither onnx nor
+    onnxruntime is installed: the same fields as an interpreter's, no backend, and a graph line
+    saying what running the file needs."""
+    from lastedge.runtime.model import count_macs
+    from lastedge.runtime.onnx_metadata import read_onnx_summary
+
+    summary = read_onnx_summary(path)
+    header = summary.header
+    image_shape = header.image_shape(summary.n_features)
+    return {
+        "path": str(path), "format": "onnx", "size_bytes": path.stat().st_size,
+        "precision": summary.precision, "backend": None,
+        "classes": header.classes.tolist(), "n_features": summary.n_features,
+        "n_outputs": summary.n_outputs, "preprocess": header.preprocess.kind,
+        "preprocess_in_graph": header.preprocess_in_graph,
+        "macs_per_sample": None if header.n_atoms is None else
+        count_macs(summary.n_features, header.n_atoms, summary.n_outputs),
+        "image_shape": None if image_shape is None else list(image_shape),
+        "graph": f"{graph}; running it needs onnxruntime ({_install_hint('onnxruntime')})",
     }
-    images = "" if predictor.image_shape is None else f", {'x'.join(map(str, predictor.image_shape))} images"
+
+
+def _install_hint(module: str) -> str:
+    """The pip command that installs ``module`` with its lastedge extra, as the CLI's errors name it."""
+    from lastedge.cli import EXTRA_OF_MODULE
+
+    return f"pip install 'lastedge[{EXTRA_OF_MODULE[module]}]'"
+
+
+def _runtime_lines(info: dict[str, Any]) -> list[str]:
+    """Human-readable lines for ``_exported_info`` without the graph parsers."""
+    where = "in the graph" if info["preprocess_in_graph"] else "applied before the file"
+    shape = info["image_shape"]
+    images = "" if shape is None else f", {'x'.join(map(str, shape))} images"
     macs = "unknown" if info["macs_per_sample"] is None else f"{info['macs_per_sample']:,}"
+    runs = "" if info["backend"] is None else f", runs on {info['backend']}"
     size = f"{info['size_bytes'] / 1024:.1f} KiB"
-    return info, field_lines([
-        ("file", f"{path} ({info['format']}, {size}, {info['precision']}, runs on {info['backend']})"),
+    return field_lines([
+        ("file", f"{info['path']} ({info['format']}, {size}, {info['precision']}{runs})"),
         ("classes", _classes_shown(info["classes"])),
         ("features", f"{info['n_features']}{images}, preprocess {info['preprocess']} ({where})"),
         ("outputs", info["n_outputs"]),
@@ -139,8 +191,9 @@ def model_lines(info: dict[str, Any]) -> list[str]:
     ]
     if "trainer" in meta:
         fields.append(("trainer", f"{meta['trainer']}, fit {meta.get('fit_seconds', '?')} s"))
-    if isinstance(meta.get("params"), dict) and meta["params"]:
-        fields.append(("params", " ".join(f"{k}={v}" for k, v in sorted(meta["params"].items()))))
+    params = _model_params(meta.get("params"))
+    if params:
+        fields.append(("params", " ".join(f"{k}={v}" for k, v in sorted(params.items()))))
     for key in ("data", "metrics", "interrupted"):  # recorded by ``lastedge train`` (Ctrl-C: interrupted)
         if isinstance(meta.get(key), dict):
             fields.append((key, " ".join(f"{k}={v}" for k, v in meta[key].items())))
@@ -151,6 +204,15 @@ def model_lines(info: dict[str, Any]) -> list[str]:
     if "atoms_figure" in info:
         fields.append(("atoms figure", info["atoms_figure"]))
     return field_lines(fields)
+
+
+def _model_params(params: Any) -> dict[str, Any]:
+    """The recorded trainer params that describe the model trained (``RUN_CONTROL_PARAMS`` and
+    None-valued ones left out); {} when ``params`` is no such record (an older or hand-edited file)."""
+    if not isinstance(params, dict):
+        return {}
+    return {name: value for name, value in params.items()
+            if name not in RUN_CONTROL_PARAMS and value is not None}
 
 
 def selection_text(selection: Any) -> str | None:

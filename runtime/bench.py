@@ -24,7 +24,7 @@ from typing import Any, Callable, Iterator, Sequence
 import numpy as np
 
 from .backends import Predictor
-from .loading import load
+from .loading import load, max_threads
 
 SCHEMA = "lastedge-bench/1"
 ROUNDS = 10
@@ -308,14 +308,35 @@ def current_rss_mib() -> float | None:
     return pages * os.sysconf("SC_PAGE_SIZE") / 2**20
 
 
+def usable_cores(cpus: Sequence[int] | None = None) -> int | None:
+    """How many cores this process may run on: ``cpus`` when pinned to them (None when some lie
+    outside its affinity, which :func:`pinned` refuses), else its affinity (Linux), else all the
+    machine's (None when unknown)."""
+    allowed = os.sched_getaffinity(0) if hasattr(os, "sched_getaffinity") else None
+    if cpus is None:
+        return os.cpu_count() if allowed is None else len(allowed)
+    return len(set(cpus)) if allowed is None or allowed.issuperset(cpus) else None
+
+
+def oversubscription(threads: int | None, cpus: Sequence[int] | None = None) -> str | None:
+    """A warning when ``threads`` exceed the cores the process may use (``cpus`` when pinned):
+    the backend's threads then wait for a core, and the latencies time that wait. None when they
+    fit, or when ``threads`` or ``cpus`` are invalid (refused later, in their own error)."""
+    cores = usable_cores(cpus)
+    if not isinstance(threads, int) or not cores or not cores < threads <= max_threads():
+        return None
+    where = f"--cpus {_core_ranges(set(cpus))}" if cpus is not None else "this process's CPU affinity"
+    return (f"{threads} threads oversubscribe the {cores} usable core{'s' if cores > 1 else ''} "
+            f"({where}): latency will be skewed by threads waiting for a core")
+
+
 def machine_info() -> dict[str, Any]:
     """CPU model, cores (all / usable), OS, Python and backend versions."""
-    usable = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
     cpuinfo = _read("/proc/cpuinfo")
     return {
         "cpu": cpu_model(cpuinfo),
         "cores": os.cpu_count(),
-        "usable_cores": usable,
+        "usable_cores": usable_cores(),
         "machine": platform.machine(),
         "os": platform.platform(),
         "python": platform.python_version(),

@@ -69,7 +69,8 @@ def _register_bench(subparsers: argparse._SubParsersAction) -> None:
                     "print one table (or --json: one object per file).")
     parser.add_argument("files", nargs="+", metavar="FILE", help="model files to compare")
     parser.add_argument("--threads", type=int, default=None,
-                        help="threads per backend (default 1, see the README section Threads)")
+                        help="threads per backend (default 1, see the README section Threads); more "
+                             "than the usable cores is warned of, as it skews latency")
     parser.add_argument("--batch", type=_int_list, default=[1], metavar="LIST",
                         help="comma-separated batch sizes (default 1), e.g. 1,64")
     budget = parser.add_mutually_exclusive_group()
@@ -94,12 +95,15 @@ def _register_bench(subparsers: argparse._SubParsersAction) -> None:
 def run_bench(args: argparse.Namespace) -> int:
     from lastedge.cli import json_text
 
-    from .bench import BenchInterrupted, bench, format_table
+    from .bench import BenchInterrupted, bench, format_table, oversubscription
 
     if args.plot is not None:  # checked before measuring, which can take minutes
         from lastedge.figures import check_figure_path
 
         check_figure_path(args.plot)
+    warning = oversubscription(args.threads, args.cpus)
+    if warning is not None:  # the run proceeds: the user may mean to measure it
+        print(f"lastedge bench: warning: {warning}", file=sys.stderr, flush=True)
     try:
         rows = bench(args.files, batch_sizes=args.batch, runs=args.runs, seconds=args.seconds,
                      warmup=args.warmup, threads=args.threads, backend=args.backend, cpus=args.cpus,

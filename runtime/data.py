@@ -200,8 +200,11 @@ def load_csv(path: str | Path | TextIO,
     ``(X float64 [m, n], y labels [m])``; ``y`` is None when ``label_column`` is None (every column
     is a feature).
 
-    Cells are separated by commas, or by semicolons or tabs when the first line has no comma (as
-    spreadsheets in many locales save CSV files). The first row is a header when it has a name
+    Cells are separated by commas, or by semicolons or tabs when the first line has them and no
+    comma outside a decimal-comma number (as spreadsheets in many locales save CSV files: ``1,5;2``
+    is 1.5 and 2). In such a file, numbers written with a decimal comma are read as such, unless
+    others have a decimal point, which is refused as ambiguous (a thousands separator?); a
+    comma-separated file never has decimal commas. The first row is a header when it has a name
     where the next row has a number, or, in a file of one row, when it has no number at all.
     ``label_column`` is a column name (with a header) or index (negative counts from the end).
     Labels are read by :func:`label_array`. A bad row is named by its line in the file.
@@ -211,14 +214,17 @@ def load_csv(path: str | Path | TextIO,
     try:
         with contextlib.nullcontext(path) if stream else open(path, newline="", encoding="utf-8-sig") as f:
             lines = list(f)
+            delimiter = _delimiter(lines, name)
             # strict: a quote left open is an error, not every later row swallowed into one cell
-            reader = csv.reader(lines, delimiter=_delimiter(lines), strict=True)
+            reader = csv.reader(lines, delimiter=delimiter, strict=True)
             numbered = [(reader.line_num, row) for row in reader if row and any(cell.strip() for cell in row)]
     except (UnicodeDecodeError, csv.Error) as err:
         raise ValueError(f"{name} is not a readable CSV text file ({err})") from None
     if not numbered:
         raise ValueError(f"{name} has no rows")
     line_numbers, rows = (list(part) for part in zip(*numbered))
+    if delimiter != "," and any("," in line for line in lines):
+        rows = _read_decimal_commas(rows, line_numbers, name)
     if rows[0][0].startswith("\ufeff"):  # a byte-order mark (a stream is not read as utf-8-sig)
         rows[0][0] = rows[0][0][1:]
     header = rows.pop(0) if _has_header(rows) else None
@@ -243,12 +249,43 @@ def load_csv(path: str | Path | TextIO,
     return X, label_array([row[column].strip() for row in rows])
 
 
-def _delimiter(lines: list[str]) -> str:
-    """A comma, or the semicolon or tab that separates the cells of a first line without commas."""
-    first = next((line for line in lines if line.strip()), "")
-    if "," in first:
+def _delimiter(lines: list[str], name: str) -> str:
+    """The semicolon or tab that separates the cells of the first line, when it has one and its
+    commas (if any) are decimal commas of numbers in those cells; else a comma. A first line with
+    semicolons and other commas (quoted text aside) is refused: either may separate its cells.
+    A tab beside such commas is whitespace (a comma, a tab, then a number), as ``float`` takes it."""
+    first = re.sub(r'"[^"]*"', "", next((line for line in lines if line.strip()), ""))
+    if ";" not in first and "\t" not in first:
         return ","
-    return max((";", "\t"), key=first.count) if (";" in first or "\t" in first) else ","
+    delimiter = max((";", "\t"), key=first.count)
+    if all("," not in cell or DECIMAL_COMMA.fullmatch(cell.strip()) for cell in first.split(delimiter)):
+        return delimiter
+    if ";" in first:
+        raise ValueError(f"{name}: its first line has semicolons and commas that are not decimal commas, "
+                         "so either may separate the cells: use one separator (quote cells that hold "
+                         "the other)")
+    return ","
+
+
+# A decimal number written with a decimal comma ("1,5", "-0,25", ",5", "1,5e-3").
+DECIMAL_COMMA = re.compile(r"[+-]?[0-9]*,[0-9]+([eE][+-]?[0-9]+)?")
+
+
+def _read_decimal_commas(rows: list[list[str]], lines: list[int], name: str) -> list[list[str]]:
+    """``rows`` (of a file separated by semicolons or tabs) with numbers written with a decimal
+    comma as Python reads them ("1,5" -> "1.5"); refused when other numbers have a decimal point,
+    as "1.500" may then be a thousands separator (1500) as well as a decimal point."""
+    comma = next(((line, cell) for line, row in zip(lines, rows) for cell in row
+                  if "," in cell and DECIMAL_COMMA.fullmatch(cell.strip())), None)
+    if comma is None:
+        return rows
+    point = next(((line, cell) for line, row in zip(lines, rows) for cell in row
+                  if "." in cell and DECIMAL.fullmatch(cell.strip())), None)
+    if point is not None:
+        raise ValueError(f"{name} mixes decimal commas (line {comma[0]}: {comma[1].strip()!r}) and decimal "
+                         f"points (line {point[0]}: {point[1].strip()!r}): write every number one way")
+    return [[cell.replace(",", ".") if "," in cell and DECIMAL_COMMA.fullmatch(cell.strip()) else cell
+             for cell in row] for row in rows]
 
 
 def _bad_cell(rows: list[list[str]], lines: list[int], header: list[str] | None,
@@ -264,6 +301,9 @@ def _bad_cell(rows: list[list[str]], lines: list[int], header: list[str] | None,
             if not cell.strip():
                 return f"line {line}, column {column} is empty (a missing value): fill it in or drop the row"
             what = f"line {line}, column {column} holds {cell.strip()[:40]!r}, not a finite number"
+            if ";" in cell or "\t" in cell:
+                return f"{what} (cells are split on commas, as the first line has commas that are " \
+                       "not decimal commas)"
             if any(_is_number(other[index]) for other in rows[:10]):
                 return what
             return f"{what}; if that column holds the labels, name it as the label column " \
