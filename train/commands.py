@@ -9,8 +9,9 @@ import signal
 import sys
 import threading
 import warnings
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 import numpy as np
 
@@ -35,8 +36,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                     "stratified; an .npz or IDX folder without one trains on all its rows. "
                     "Prints train/test "
                     "accuracy, training time, feature sparsity and model size; writes the model "
-                    "atomically. Ctrl-C stops LAST after the DCA iteration under way and saves the "
-                    "model so far (exit status 130); a second Ctrl-C stops at once.")
+                    "atomically. Ctrl-C stops LAST after the DCA iteration under way, SGD/Adam at the "
+                    "next checkpoint of the run under way (one every 2% of its steps; in the step-size "
+                    "trials the best trial run so far is kept), and saves the model so far (exit status "
+                    "130); in a --mu/... grid it stops the grid after the candidate fit under way and "
+                    "goes on to the final fit with the best of those finished (exit status 130 too). A "
+                    "second Ctrl-C stops at once.")
     p.add_argument("--data", required=True, metavar="PATH|digits",
                    help="training data: .npz, .csv, a folder, or digits")
     p.add_argument("--atoms", required=True, type=int, metavar="N",
@@ -138,18 +143,25 @@ def run_train(args: argparse.Namespace) -> int:
     grid = {name: getattr(args, name) for name in GRID_OPTIONS if len(getattr(args, name) or ()) > 1}
     selection = None
     if grid:
-        selection = choose_on_holdout(estimator, grid, data.X_train, data.y_train, args.seed)
+        grid_stop = StopOnInterrupt("stopping the hold-out grid after this candidate fit, then fitting the "
+                                    "best so far on all rows", estimator.verbose)
+        try:
+            with grid_stop.installed():
+                selection = choose_on_holdout(estimator, grid, data.X_train, data.y_train, args.seed,
+                                              monitor=grid_stop)
+        except KeyboardInterrupt:  # the second Ctrl-C, before any model was fitted on all rows
+            print("lastedge train: interrupted during the hold-out grid: nothing trained", file=sys.stderr)
+            return 130
         estimator.set_params(**selection["chosen"])
-    stop = StopOnInterrupt(estimator.verbose)
+    stop = StopOnInterrupt("stopping after this DCA iteration and saving the model so far" if args.method == "last"
+                           else "stopping at the next checkpoint of this run (one every 2% of its steps) and "
+                           "saving the best model so far", estimator.verbose)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", ConvergenceWarning)
-        if args.method == "last":  # its monitor can stop the fit between DCA iterations
-            with stop.installed():
-                estimator.fit(data.X_train, data.y_train, monitor=stop)
-        else:
-            if estimator.verbose:  # its step trials, a third or more of the time, show no progress bar
-                print(step_trials_notice(estimator), file=sys.stderr, flush=True)
-            estimator.fit(data.X_train, data.y_train)
+        with stop.installed():  # the monitor stops the fit between DCA iterations or SGD checkpoints
+            if args.method != "last" and estimator.verbose:  # its step trials, a third or more of the
+                print(step_trials_notice(estimator), file=sys.stderr, flush=True)  # time, show no bar
+            estimator.fit(data.X_train, data.y_train, monitor=stop)
     for warning in caught:
         print(f"lastedge train: warning: {str(warning.message).splitlines()[0]}", file=sys.stderr)
     summary = _evaluate(estimator, data)
@@ -158,42 +170,61 @@ def run_train(args: argparse.Namespace) -> int:
     if selection is not None:
         summary["selection"] = selection
     if stop.stopped_after is not None:
-        summary["interrupted"] = {"after_dca_iteration": stop.stopped_after,
-                                  "max_dca_iter": int(estimator.max_dca_iter)}
+        summary["interrupted"] = (_interrupted_sgd_record(estimator) if args.method != "last" else
+                                  {"after_dca_iteration": stop.stopped_after,
+                                   "max_dca_iter": int(estimator.max_dca_iter)})
     model = estimator.to_model()
     provenance = {key: summary[key] for key in ("data", "metrics", "selection", "interrupted") if key in summary}
     model = dataclasses.replace(model, meta={**model.meta, **provenance})
     model.save(out)
     summary["model"] = {"path": str(out), "size_bytes": out.stat().st_size, "atoms": model.n_atoms,
                         "macs_per_sample": model.macs_per_sample}
-    summary["curve"] = training_curve(estimator)
-    if figure is not None:
+    summary["curve"] = training_curve(estimator) if estimator.history_ else []  # none: stopped in SGD's trials
+    if figure is not None and summary["curve"]:
         summary["figure"] = str(plot_training_curve(estimator, figure))
+    elif figure is not None:
+        print("lastedge train: no training curve to draw: Ctrl-C stopped the step-size trials before the "
+              "final run", file=sys.stderr)
     if args.json:
         print(json_text(summary))
     else:
         print("\n".join(field_lines(_summary_fields(summary))))
-    return 0 if stop.stopped_after is None else 130
+    interrupted = stop.stopped_after is not None or bool(selection and selection.get("skipped"))
+    return 130 if interrupted else 0
 
 
 def step_trials_notice(estimator: Any) -> str:
     """What an SGD/Adam fit does before its progress bar shows: one trial run per step size."""
-    from .sgd import DEFAULT_STEPS
+    from .sgd import step_trials
 
-    steps = estimator.step_sizes or DEFAULT_STEPS[estimator.optimizer]
+    steps, trial_iter = step_trials(estimator)
     return (f"lastedge train: choosing the step size: {len(steps)} trial runs of "
-            f"{max(1, int(estimator.max_iter) // 5):,} steps, then the {int(estimator.max_iter):,}-step "
+            f"{trial_iter:,} steps, then the {int(estimator.max_iter):,}-step "
             "run (its progress bar follows)")
 
 
-class StopOnInterrupt:
-    """A LAST fit's monitor that makes Ctrl-C stop it after the DCA iteration under way, so that
-    the model so far is saved rather than lost; a second Ctrl-C interrupts at once."""
+def _interrupted_sgd_record(estimator: Any) -> dict[str, Any]:
+    """What an SGD/Adam fit stopped by its monitor kept, for the summary and the model's metadata:
+    the final run's steps, or (no ``history_``: stopped in the step trials) the trial run kept."""
+    from .sgd import step_trials
 
-    def __init__(self, verbose: int = 0):
+    if estimator.history_:
+        return {"after_step": int(estimator.n_iter_), "max_iter": int(estimator.max_iter)}
+    steps, trial_iter = step_trials(estimator)
+    return {"during": "step trials", "trials_run": len(estimator.step_trials_), "trials": len(steps),
+            "kept_step": float(estimator.step_), "after_step": int(estimator.n_iter_), "trial_steps": trial_iter}
+
+
+class StopOnInterrupt:
+    """A monitor that makes Ctrl-C stop a fit (LAST's, SGD's) or a hold-out grid at its next
+    stopping point, so that the work so far is kept rather than lost; a second Ctrl-C interrupts
+    at once. ``stopping`` is what the first Ctrl-C prints it will do."""
+
+    def __init__(self, stopping: str, verbose: int = 0):
         self.verbose = verbose
+        self.stopping = stopping
         self.requested = False
-        self.stopped_after: int | None = None  # the DCA iteration the fit stopped after
+        self.stopped_after: int | None = None  # the monitor's steps (DCA iterations, ...) done when it stopped
 
     def __call__(self, iteration: int, estimator: Any) -> bool:
         if self.requested:
@@ -212,8 +243,8 @@ class StopOnInterrupt:
             self.requested = True
             signal.signal(signal.SIGINT, previous)
             below_bar = "\n" if self.verbose else ""
-            print(f"{below_bar}lastedge train: stopping after this DCA iteration and saving the model so "
-                  "far (Ctrl-C again to stop at once)", file=sys.stderr, flush=True)
+            print(f"{below_bar}lastedge train: {self.stopping} (Ctrl-C again to stop at once)",
+                  file=sys.stderr, flush=True)
 
         signal.signal(signal.SIGINT, request_stop)
         try:
@@ -261,15 +292,16 @@ def make_estimator(args: argparse.Namespace) -> Any:
 
 
 def choose_on_holdout(estimator: Any, grid: dict[str, list[float]], X: np.ndarray, y: np.ndarray,
-                      seed: int) -> dict[str, Any]:
+                      seed: int, monitor: Callable[[int, Any], bool | None] | None = None) -> dict[str, Any]:
     """``{"chosen": {name: value}, "holdout_fraction", "candidates": [{name: value, ...,
     "holdout_accuracy"}]}``: each combination of ``grid`` fitted on ``1 - SELECTION_HOLDOUT`` of the
-    rows (stratified) and scored on the rest."""
+    rows (stratified) and scored on the rest. ``monitor`` may stop the grid after a candidate (see
+    :func:`~lastedge.train.selection.choose_params`); then ``"skipped"`` lists those not fitted."""
     from sklearn.base import clone
     from sklearn.exceptions import ConvergenceWarning
     from sklearn.model_selection import ParameterGrid
 
-    from .selection import choose_params, holdout_split
+    from .selection import candidate_grid, choose_params, holdout_split
 
     for params in ParameterGrid(grid):  # a bad value is named before any fit, not after some
         clone(estimator).set_params(**params)._check_params()
@@ -279,9 +311,13 @@ def choose_on_holdout(estimator: Any, grid: dict[str, list[float]], X: np.ndarra
     with warnings.catch_warnings(), contextlib.redirect_stdout(sys.stderr):  # progress, not output
         warnings.simplefilter("ignore", ConvergenceWarning)  # the final fit reports its own
         best, candidates = choose_params(estimator, grid, X, y, holdout_split(SELECTION_HOLDOUT, seed),
-                                         verbose=3 if estimator.verbose else 0)
-    return {"chosen": best, "holdout_fraction": SELECTION_HOLDOUT,
-            "candidates": [{**params, "holdout_accuracy": score} for params, score in candidates]}
+                                         verbose=3 if estimator.verbose else 0, monitor=monitor)
+    selection = {"chosen": best, "holdout_fraction": SELECTION_HOLDOUT,
+                 "candidates": [{**params, "holdout_accuracy": score} for params, score in candidates]}
+    skipped = candidate_grid(grid)[len(candidates):]
+    if skipped:
+        selection["skipped"] = skipped
+    return selection
 
 
 def _with_image_shape(data: Any, shape: tuple[int, ...] | None) -> Any:
@@ -377,6 +413,12 @@ def _summary_fields(summary: dict[str, Any]) -> list[tuple[str, str]]:
     ]
     if "selection" in summary:
         fields.append(("hold-out choice", selection_text(summary["selection"])))
+        skipped = summary["selection"].get("skipped", [])
+        if skipped:
+            fitted = len(summary["selection"]["candidates"])
+            names = ", ".join(" ".join(f"{name}={value:g}" for name, value in params.items()) for params in skipped)
+            fields.append(("hold-out grid", f"Ctrl-C: stopped after {fitted} of {fitted + len(skipped)} "
+                                            f"candidates; not fitted: {names}"))
     scored = [row for row in summary["curve"] if "validation_accuracy" in row]
     if scored:
         best = max(scored, key=lambda row: row["validation_accuracy"])
@@ -385,7 +427,18 @@ def _summary_fields(summary: dict[str, Any]) -> list[tuple[str, str]]:
     if "figure" in summary:
         fields.append(("training curve", summary["figure"]))
     if "interrupted" in summary:
-        stopped = summary["interrupted"]
-        fields.append(("interrupted", f"Ctrl-C: stopped after DCA iteration {stopped['after_dca_iteration']} "
-                                      f"of at most {stopped['max_dca_iter']}; the model so far is saved"))
+        fields.append(("interrupted", _interrupted_text(summary["interrupted"])))
     return fields
+
+
+def _interrupted_text(stopped: dict[str, Any]) -> str:
+    """The summary line of a fit Ctrl-C stopped: LAST's, SGD's final run or SGD's step trials."""
+    if "after_dca_iteration" in stopped:
+        where = f"stopped after DCA iteration {stopped['after_dca_iteration']} of at most {stopped['max_dca_iter']}"
+    elif "during" in stopped:
+        where = (f"stopped the step-size trials ({stopped['trials_run']} of {stopped['trials']} run) and kept "
+                 f"the trial run of step {stopped['kept_step']:g}, {stopped['after_step']:,} of "
+                 f"{stopped['trial_steps']:,} steps on the rows not held out")
+    else:
+        where = f"stopped after step {stopped['after_step']:,} of {stopped['max_iter']:,}"
+    return f"Ctrl-C: {where}; the model so far is saved"

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import math
 import time
+from collections.abc import Callable
+from typing import NamedTuple
 
 import numpy as np
 import torch
@@ -54,8 +56,10 @@ class SGDSoftThresholdClassifier(SoftThresholdBase):
 
     Attributes
     ----------
-    step_ : the chosen step; history_ : list of {"objective", "iteration", "time"} records
-    (objective of (P) on all training rows, summed over heads); plus those of LASTClassifier.
+    step_ : the chosen step; step_trials_ : one {"step", "iterations", "validation_error"} record per
+    trial run made; history_ : list of {"objective", "iteration", "time"} records (objective of (P)
+    on all training rows, summed over heads); n_iter_ : steps of the run kept (``max_iter`` unless
+    a monitor stopped it); plus those of LASTClassifier.
     """
 
     def __init__(self, n_atoms: int = 100, *, preprocess: str = "l2", optimizer: str = "sgd",
@@ -90,44 +94,75 @@ class SGDSoftThresholdClassifier(SoftThresholdBase):
             check_number(self, name, integer=True, low=1)
         check_number(self, "validation_fraction", low=0, high=1, open_low=True, open_high=True)
 
-    def fit(self, X, y) -> "SGDSoftThresholdClassifier":
-        """Choose the step on a held-out split, then train on all rows with it."""
+    def fit(self, X, y, monitor: Monitor | None = None) -> "SGDSoftThresholdClassifier":
+        """Choose the step on a held-out split, then train on all rows with it.
+
+        ``monitor(k, estimator)``, if given, is called at every checkpoint ``k`` (counted from 0) of
+        each run: every ``ceil(n / 50)`` of its ``n`` steps, where the final run records
+        ``history_[k]``, with the estimator holding the run's iterate (``predict`` works), as
+        LASTClassifier's monitor is after each DCA iteration. Returning True stops training there
+        and keeps the best model so far, so that a time budget or Ctrl-C (``lastedge train``) loses
+        nothing: in the final run its iterate, ``n_iter_`` steps long; in the step trials, whose
+        iterates are trained on the rows not held out, the trial run of lowest hold-out error among
+        those finished and the one stopped (its iterate scored as the finished ones), which makes
+        ``step_`` and ``n_iter_``; ``history_`` is then empty, as no final run began.
+        """
         self._check_params()
         start = time.perf_counter()
         X, y_index = self._validate_fit_data(X, y)
         rng = check_random_state(self.random_state)
         Z, row_scale, targets, groups, U0, v0 = self._prepare(X, y_index, rng)
         mu = rescaled_mu(self.mu, row_scale)
-        steps = DEFAULT_STEPS[self.optimizer] if self.step_sizes is None else tuple(self.step_sizes)
+        steps, trial_iter = step_trials(self)
         r = root_mean_square_norm(Z)
         held_out = rng.rand(len(Z)) < self.validation_fraction
         if held_out.all() or not held_out.any():
             held_out[:] = False
             held_out[rng.randint(len(Z))] = True
         seed = int(rng.randint(2**31 - 1))
+        watch = None if monitor is None else self._watcher(monitor, groups, row_scale, start)
         with self._torch_session() as device:
             tensors = [torch.as_tensor(a, device=device) for a in (Z, targets, groups, U0, v0)]
             Zt, Tt, Gt, U0t, v0t = tensors
             fit_rows, val_rows = torch.as_tensor(~held_out), torch.as_tensor(held_out)
-            trial_iter = max(1, int(self.max_iter) // 5)
-            errors = []
+            self.step_trials_, best = [], None
             for step in steps:
-                U, v, _ = self._descend(Zt[fit_rows], Tt[:, fit_rows], Gt, U0t, v0t, step, r, mu,
-                                        trial_iter, seed, progress=None)
-                errors.append(_error_rate(Zt[val_rows], Tt[:, val_rows], U, v, Gt))
-            self.step_ = steps[int(np.argmin(errors))]
-            with progress_bar(_CHECKPOINTS, f"{self.optimizer.upper()} baseline", self.verbose) as report:
-                U, v, self.history_ = self._descend(Zt, Tt, Gt, U0t, v0t, self.step_, r, mu,
-                                                    int(self.max_iter), seed, progress=report)
-        _check_not_diverged(U, v, self.step_)
-        self.n_iter_ = int(self.max_iter)
-        self._store_solution(U.cpu().numpy(), v.cpu().numpy(), groups, time.perf_counter() - start,
+                trial = self._descend(Zt[fit_rows], Tt[:, fit_rows], Gt, U0t, v0t, step, r, mu,
+                                      trial_iter, seed, progress=None, watch=watch)
+                error = _error_rate(Zt[val_rows], Tt[:, val_rows], trial.U, trial.v, Gt)
+                self.step_trials_.append({"step": step, "iterations": trial.steps, "validation_error": error})
+                if best is None or error < best[0]:  # ties keep the first, as an argmin
+                    best = (error, step, trial)
+                if trial.stopped:
+                    break
+            _, self.step_, run = best
+            stopped = trial.stopped
+            if not stopped:
+                with progress_bar(_CHECKPOINTS, f"{self.optimizer.upper()} baseline", self.verbose) as report:
+                    run = self._descend(Zt, Tt, Gt, U0t, v0t, self.step_, r, mu, int(self.max_iter), seed,
+                                        progress=report, watch=watch)
+                stopped = run.stopped
+        self.history_ = run.history
+        _check_not_diverged(run.U, run.v, self.step_)
+        self.n_iter_ = run.steps if stopped else int(self.max_iter)
+        self._store_solution(run.U.cpu().numpy(), run.v.cpu().numpy(), groups, time.perf_counter() - start,
                              row_scale)
         return self
 
-    def _descend(self, Z, targets, groups, U0, v0, step, r, mu, n_iter, seed, progress):
-        """Projected minibatch descent on (P) / m with weight decay ``mu``, ``r`` the rows' scale;
-        returns (U, v, objective history)."""
+    def _watcher(self, monitor: Monitor, groups: np.ndarray, row_scale: float,
+                 start: float) -> Callable[[int, torch.Tensor, torch.Tensor], bool]:
+        """``watch(k, U, v)`` for :meth:`_descend`: the estimator takes the iterate, then the
+        monitor says whether to stop."""
+        def watch(k: int, U: torch.Tensor, v: torch.Tensor) -> bool:
+            self._store_solution(U.cpu().numpy(), v.cpu().numpy(), groups, time.perf_counter() - start,
+                                 row_scale)
+            return bool(monitor(k, self))
+
+        return watch
+
+    def _descend(self, Z, targets, groups, U0, v0, step, r, mu, n_iter, seed, progress, watch) -> _Run:
+        """Projected minibatch descent on (P) / m with weight decay ``mu``, ``r`` the rows' scale,
+        for ``n_iter`` steps unless ``watch(k, U, v)`` says stop at checkpoint ``k``."""
         U = U0.clone().requires_grad_(True)
         v = v0.clone().requires_grad_(True)
         # U's gradient scales like r and U like 1 / r: its step (and Adam's eps) follow the scale
@@ -151,14 +186,39 @@ class SGDSoftThresholdClassifier(SoftThresholdBase):
                 v.clamp_(min=self.eps)
                 if not torch.isfinite(U).all():
                     break  # the step diverged: keep the record, validation rejects it
-            if progress is not None and (t % checkpoint == 0 or t == n_iter):
+            if not (t % checkpoint == 0 or t == n_iter):
+                continue
+            if progress is not None:
                 with torch.no_grad():
                     # chunked over rows: one [H, m, N] tensor of all rows would not fit MNIST-size data
                     value = full_objective(Data(Z, targets, groups), U, v, self.beta, self.nu, mu).sum()
                 history.append({"objective": float(value), "iteration": t,
                                 "time": time.perf_counter() - start})
                 progress(len(history) - 1, value)
-        return U.detach(), v.detach(), history
+            if watch is not None and watch(-(-t // checkpoint) - 1, U.detach(), v.detach()):
+                return _Run(U.detach(), v.detach(), history, t, stopped=True)
+        return _Run(U.detach(), v.detach(), history, t, stopped=False)
+
+
+def step_trials(estimator: SGDSoftThresholdClassifier) -> tuple[tuple[float, ...], int]:
+    """``(steps, iterations)``: the trial runs ``estimator.fit`` makes, one per candidate step,
+    each ``max_iter // 5`` steps long (at least 1), before its final run."""
+    steps = DEFAULT_STEPS[estimator.optimizer] if estimator.step_sizes is None else tuple(estimator.step_sizes)
+    return steps, max(1, int(estimator.max_iter) // 5)
+
+
+class _Run(NamedTuple):
+    """Where one descent ended: its iterate, objective records, steps taken, and whether the
+    monitor stopped it (a diverged run ends early unstopped)."""
+
+    U: torch.Tensor
+    v: torch.Tensor
+    history: list[dict[str, float]]
+    steps: int
+    stopped: bool
+
+
+Monitor = Callable[[int, SGDSoftThresholdClassifier], bool | None]
 
 
 def _check_not_diverged(U: torch.Tensor, v: torch.Tensor, step: float) -> None:
