@@ -200,6 +200,9 @@ def model_lines(info: dict[str, Any]) -> list[str]:
     choice = selection_text(meta.get("selection"))  # recorded by ``lastedge train --mu A,B,...``
     if choice is not None:
         fields.append(("hold-out choice", choice))
+        stopped = grid_stop_text(meta["selection"])
+        if stopped is not None:
+            fields.append(("hold-out grid", stopped))
     fields.append(("lastedge", str(meta.get("lastedge_version", "unknown"))))
     if "atoms_figure" in info:
         fields.append(("atoms figure", info["atoms_figure"]))
@@ -227,6 +230,17 @@ def selection_text(selection: Any) -> str | None:
     detail = f"on {_percent(selection.get('holdout_fraction'), digits=0)} of the training rows"
     detail += f"; {', '.join(scores)}" if scores else ""
     return f"{_assignments(selection['chosen'])} ({detail})"
+
+
+def grid_stop_text(selection: dict[str, Any]) -> str | None:
+    """The candidates a Ctrl-C left unfitted in a hold-out grid, as one line, e.g. ``Ctrl-C:
+    stopped after 1 of 3 candidates; not fitted: mu=1, mu=10``; None when the grid ran whole."""
+    skipped = selection.get("skipped")
+    if not isinstance(skipped, list) or not skipped:
+        return None
+    fitted = len(selection.get("candidates") or [])
+    names = ", ".join(_assignments(params) for params in skipped if isinstance(params, dict))
+    return f"Ctrl-C: stopped after {fitted} of {fitted + len(skipped)} candidates; not fitted: {names}"
 
 
 def _assignments(params: dict[str, Any]) -> str:

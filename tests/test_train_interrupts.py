@@ -241,8 +241,11 @@ def test_ctrl_c_in_the_grid_text_summary_names_the_skipped(tmp_path, capsys, mon
     code, out, _ = run(capsys, "train", *LAST, "--atoms", "20", "--multiclass", "shared", "--atoms-against",
                        "0,0.5", "--ovr-hinge-weight", "0,1", "--out", tmp_path / "m.npz")
     assert code == 130
-    assert ("hold-out grid     Ctrl-C: stopped after 2 of 4 candidates; not fitted: atoms_against=0.5 "
-            "ovr_hinge_weight=0, atoms_against=0.5 ovr_hinge_weight=1") in out.splitlines()
+    stopped = ("Ctrl-C: stopped after 2 of 4 candidates; not fitted: atoms_against=0.5 "
+               "ovr_hinge_weight=0, atoms_against=0.5 ovr_hinge_weight=1")
+    assert f"hold-out grid     {stopped}" in out.splitlines()
+    code, out, _ = run(capsys, "inspect", tmp_path / "m.npz")  # the model records it
+    assert code == 0 and f"hold-out grid    {stopped}" in out.splitlines()
 
 
 def test_a_second_ctrl_c_in_the_grid_trains_nothing(tmp_path, capsys, monkeypatch):

@@ -396,7 +396,7 @@ def _evaluate(estimator: Any, data: Any) -> dict[str, Any]:
 
 
 def _summary_fields(summary: dict[str, Any]) -> list[tuple[str, str]]:
-    from lastedge.inspect_cmd import selection_text
+    from lastedge.inspect_cmd import grid_stop_text, selection_text
 
     data, metrics, model = summary["data"], summary["metrics"], summary["model"]
     test = metrics["test_accuracy"]
@@ -413,12 +413,9 @@ def _summary_fields(summary: dict[str, Any]) -> list[tuple[str, str]]:
     ]
     if "selection" in summary:
         fields.append(("hold-out choice", selection_text(summary["selection"])))
-        skipped = summary["selection"].get("skipped", [])
-        if skipped:
-            fitted = len(summary["selection"]["candidates"])
-            names = ", ".join(" ".join(f"{name}={value:g}" for name, value in params.items()) for params in skipped)
-            fields.append(("hold-out grid", f"Ctrl-C: stopped after {fitted} of {fitted + len(skipped)} "
-                                            f"candidates; not fitted: {names}"))
+        stopped = grid_stop_text(summary["selection"])
+        if stopped is not None:
+            fields.append(("hold-out grid", stopped))
     scored = [row for row in summary["curve"] if "validation_accuracy" in row]
     if scored:
         best = max(scored, key=lambda row: row["validation_accuracy"])
