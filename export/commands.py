@@ -29,9 +29,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                         "column more than the model has features: the column the model was trained "
                         "with, which lastedge train records, else the last)")
     p.add_argument("--dynamic", action="store_true",
-                   help="ONNX int8 without calibration data (8-bit weights, activations quantized at run time)")
+                   help="int8 without calibration data (8-bit weights, activations quantized at run "
+                        "time; TFLite: hybrid FULLY_CONNECTED kernels, float input and output)")
     p.add_argument("--per-channel", action="store_true",
-                   help="per-channel int8 weights (TFLite --int8; ONNX static int8 always uses them)")
+                   help="per-channel int8 weights (TFLite static --int8; ONNX static int8 always uses them)")
     p.add_argument("--with-preprocessing", action="store_true",
                    help="ONNX: put the preprocessing in the graph so the file takes raw features")
     p.add_argument("--json", action="store_true", help="print the result as JSON")
@@ -40,22 +41,23 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 def _check_options(args: argparse.Namespace) -> None:
     """Refuse, in the command's own terms, options that do not apply to this export."""
-    if args.format == "tflite" and (args.dynamic or args.with_preprocessing):
-        raise ValueError("--dynamic and --with-preprocessing apply to --format onnx only")
+    if args.format == "tflite" and args.with_preprocessing:
+        raise ValueError("--with-preprocessing applies to --format onnx only")
     for flag, given in (("--dynamic", args.dynamic), ("--per-channel", args.per_channel)):
         if given and not args.int8:
             raise ValueError(f"{flag} applies to --int8 exports only")
     if args.dynamic and args.per_channel:
         raise ValueError("--per-channel applies to static int8 (with --calibration), not to --dynamic")
     if args.int8 and not args.dynamic and args.calibration is None:
-        raise ValueError("--int8 needs --calibration PATH|digits (or --dynamic for ONNX)")
+        raise ValueError("--int8 needs --calibration PATH|digits (or --dynamic)")
 
 
 def _export(args: argparse.Namespace, model: Any, calibration: Any, path: Path) -> None:
     from . import to_onnx, to_tflite
 
     if args.format == "tflite":
-        to_tflite(model, path, int8=args.int8, calibration=calibration, per_channel=args.per_channel)
+        to_tflite(model, path, int8=args.int8, calibration=calibration, dynamic=args.dynamic,
+                  per_channel=args.per_channel)
     else:
         to_onnx(model, path, int8=args.int8, calibration=calibration, dynamic=args.dynamic,
                 with_preprocessing=args.with_preprocessing)
@@ -88,7 +90,7 @@ def _int8_hint(args: argparse.Namespace) -> str:
     """What to try when an int8 file fails its check: its 8-bit grid is too coarse for the model."""
     if not args.int8:
         return ""
-    per_channel = args.format == "tflite" and not args.per_channel
+    per_channel = args.format == "tflite" and not (args.per_channel or args.dynamic)
     return f" (int8 is too coarse for this model: {'try --per-channel, or ' if per_channel else ''}export fp32)"
 
 

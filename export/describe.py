@@ -121,8 +121,11 @@ def describe(path: str | os.PathLike) -> dict[str, Any]:
 def summary_lines(info: dict[str, Any]) -> list[str]:
     """Human-readable lines for a ``describe`` result: file, size, ops, tensors, metadata."""
     metadata = info["metadata"] or {}
+    quantization = metadata.get("quantization")
+    dynamic = isinstance(quantization, dict) and quantization.get("mode") == "dynamic"
     lines = [f"{info['path']}: {info['format']}, {info['size_bytes'] / 1024:.1f} KiB, "
-             f"{metadata.get('precision', 'unknown precision')}",
+             f"{metadata.get('precision', 'unknown precision')}"
+             f"{' dynamic (8-bit weights, activations quantized as it runs)' if dynamic else ''}",
              "ops: " + " -> ".join(info["ops"])]
     for role in ("inputs", "outputs"):
         for t in info[role]:

@@ -23,6 +23,7 @@ from lastedge.runtime import Model
 from .atom_scaling import graph_parameters
 
 LEVELS = 255  # uint8 steps
+SYMMETRIC_LEVELS = 127  # int8 steps on each side of 0
 # An implementation may round a value that falls on a step's edge the other way; one feature
 # level of the largest weight bounds what that changes of a score (0.03 for a digits model,
 # whose int8 scores stray from the float ones by up to 0.1).
@@ -32,12 +33,15 @@ _F32 = np.float32
 
 
 @dataclass(frozen=True)
-class _Uint8:
-    """A uint8 constant as stored: ``scale * (quantized - zero_point)``."""
+class QuantizedConstant:
+    """An 8-bit constant as stored: ``scale * (quantized - zero_point)``. ``symmetric``: int8
+    about zero point 0 on the grid ``max|values| / 127`` (TFLite's hybrid weights); else uint8
+    over the range of the values and 0 in ``LEVELS`` steps (onnxruntime's dynamic weights)."""
 
-    quantized: np.ndarray  # int32 copies of the uint8 values
+    quantized: np.ndarray  # int32 copies of the stored values
     scale: np.float32
     zero_point: int
+    symmetric: bool = False
 
     @property
     def levels(self) -> np.ndarray:
@@ -45,22 +49,30 @@ class _Uint8:
 
     def problems(self, name: str, values: np.ndarray) -> list[str]:
         """How these constants fail to be ``values`` (float32, as the float graph held them)
-        rounded to the finest uint8 grid spanning them and 0, as onnxruntime quantizes."""
+        rounded to the finest grid that spans them (and 0)."""
         if self.quantized.shape != values.shape:
             return [f"its {name} has shape {self.quantized.shape}, the model's {values.shape}"]
-        span = float(max(values.max(initial=0.0), 0.0) - min(values.min(initial=0.0), 0.0))
+        kind = "int8" if self.symmetric else "uint8"
+        if self.symmetric:
+            if self.zero_point != 0:
+                return [f"its {name} zero point is {self.zero_point}, not 0 (symmetric int8)"]
+            finest = float(np.abs(values).max(initial=0.0)) / SYMMETRIC_LEVELS
+        else:
+            finest = float(max(values.max(initial=0.0), 0.0) - min(values.min(initial=0.0), 0.0)) / LEVELS
         scale = float(self.scale)
-        if not 0 < scale <= span / LEVELS * (1 + 1e-5) + np.finfo(np.float32).tiny:
-            return [f"its {name} step {scale:.6g} is not the finest uint8 step of the model's "
-                    f"{name} ({span / LEVELS:.6g})"]
+        if np.float32(finest) == 0 and scale > 0 and not np.any(self.levels):  # no step to find
+            return []
+        if not 0 < scale <= finest * (1 + 1e-5) + np.finfo(np.float32).tiny:
+            return [f"its {name} step {scale:.6g} is not the finest {kind} step of the model's "
+                    f"{name} ({finest:.6g})"]
         off = np.abs(scale * self.levels - values.astype(np.float64)).max(initial=0.0)
         if off > scale * (0.5 + 1e-3):
             return [f"its {name} differ from the model's by {off:.3g}, more than half a step ({scale / 2:.3g})"]
         return []
 
 
-def _read_uint8(constants: dict[str, np.ndarray], name: str) -> _Uint8:
-    return _Uint8(constants[f"{name}_quantized"].astype(np.int32), _F32(constants[f"{name}_scale"]),
+def _read_uint8(constants: dict[str, np.ndarray], name: str) -> QuantizedConstant:
+    return QuantizedConstant(constants[f"{name}_quantized"].astype(np.int32), _F32(constants[f"{name}_scale"]),
                   int(constants[f"{name}_zero_point"]))
 
 
@@ -78,9 +90,10 @@ def _quantize_input(X: np.ndarray) -> tuple[np.ndarray, np.float32]:
 class DynamicGraph:
     """The integer graph of a dynamic int8 file: uint8 dictionary, float threshold, uint8 weights."""
 
-    dictionary: _Uint8
+    dictionary: QuantizedConstant
     threshold: np.ndarray
-    weights: _Uint8
+    weights: QuantizedConstant
+    TOLERANCE = f"{FEATURE_STEPS_ALLOWED} feature step(s) of its largest weight"
 
     @classmethod
     def read(cls, path: str | os.PathLike) -> DynamicGraph:

@@ -14,9 +14,10 @@ either one, so comparing with only one of them would test the BLAS libraries, no
 - int8: the given (held-out) rows; predictions agree with the Python model on at least
   ``min_agreement`` of them and, with labels ``y``, accuracy drops by at most ``max_accuracy_drop``
   (or one row, on fewer than ``1 / max_accuracy_drop`` rows). A dynamic int8 file must also be
-  the dynamic quantization of the model (``dynamic_graph``): its uint8 constants the model's,
-  rounded to the finest grid, and its scores those of its integer graph evaluated in numpy to
-  within one feature step, on any rows.
+  the dynamic quantization of the model: its 8-bit constants the model's, rounded to the finest
+  grid, and its scores those of its integer graph evaluated in numpy, on any rows: to within one
+  feature step for ONNX (``dynamic_graph``), to within the rounding that TFLite's hybrid kernels
+  may do either way for TFLite (``hybrid_graph``).
 """
 
 from __future__ import annotations
@@ -34,7 +35,8 @@ from .atom_rows import scorable, threshold_rows
 from .atom_scaling import graph_parameters
 from .calibration import clipped_fraction
 from .describe import describe
-from .dynamic_graph import FEATURE_STEPS_ALLOWED, DynamicGraph
+from .dynamic_graph import DynamicGraph
+from .hybrid_graph import HybridGraph
 from .metadata import check_model, preprocess_spec
 
 MIN_ROWS = 100
@@ -85,7 +87,7 @@ def _exact_scores_and_tolerance(model: Model, rows: np.ndarray, rtol: float) -> 
 
 
 def _compare(model: Model, info: dict[str, Any], backend: str, X: np.ndarray, y: Any,
-             rtol: float, graph: DynamicGraph | None) -> dict[str, Any]:
+             rtol: float, graph: DynamicGraph | HybridGraph | None) -> dict[str, Any]:
     fp32 = info["metadata"]["precision"] == "fp32"
     rows = np.concatenate([X, probe_rows(model, X)]) if fp32 else X
     in_graph = info["metadata"]["preprocess_in_graph"]
@@ -122,11 +124,11 @@ def _compare(model: Model, info: dict[str, Any], backend: str, X: np.ndarray, y:
     return figures
 
 
-def _against_emulation(model: Model, graph: DynamicGraph, preprocessed: np.ndarray,
+def _against_emulation(model: Model, graph: DynamicGraph | HybridGraph, preprocessed: np.ndarray,
                        got: np.ndarray) -> dict[str, Any]:
     """How far a dynamic int8 file's scores ``got`` are from its integer graph evaluated in numpy
-    on the same blocks of (preprocessed) rows: each block's input range sets its quantization, as
-    it does in the file."""
+    on the same blocks of (preprocessed) rows: each block's input range sets its quantization in
+    an ONNX file (each row's own in a TFLite file)."""
     expected, tol = np.hsplit(in_row_blocks(graph.scores, preprocessed, model.row_width), 2)
     error = np.abs(got.astype(np.float64) - expected)
     return {"max_error_vs_integer_graph": float(error.max()),
@@ -134,7 +136,8 @@ def _against_emulation(model: Model, graph: DynamicGraph, preprocessed: np.ndarr
 
 
 def _failures(figures: dict[str, Any], precision: str, min_agreement: float | None,
-              max_accuracy_drop: float, rtol: float) -> list[str]:
+              max_accuracy_drop: float, rtol: float,
+              graph: DynamicGraph | HybridGraph | None) -> list[str]:
     if precision == "fp32":
         problems = []
         if not figures["within_tolerance"]:
@@ -145,10 +148,9 @@ def _failures(figures: dict[str, Any], precision: str, min_agreement: float | No
             problems.append("predictions differ from the Python model")
         return problems
     problems = []
-    if not figures.get("within_integer_graph_tolerance", True):
+    if graph is not None and not figures["within_integer_graph_tolerance"]:
         problems.append(f"scores differ from the file's own integer graph by up to "
-                        f"{figures['max_error_vs_integer_graph']:.3g}, more than "
-                        f"{FEATURE_STEPS_ALLOWED} feature step(s) of its largest weight")
+                        f"{figures['max_error_vs_integer_graph']:.3g}, more than {graph.TOLERANCE}")
     if min_agreement is not None and figures["agreement"] < min_agreement:
         problems.append(f"predictions agree on {figures['agreement']:.2%} of rows, "
                         f"need >= {min_agreement:.0%}")
@@ -215,13 +217,15 @@ def measure_parity(
         raise ImportError(f"no interpreter for {info['format']} files is installed: "
                           f"pip install 'lastedge[{info['format']}]'")
     quantization = metadata.get("quantization") or {}
-    graph = DynamicGraph.read(path) if quantization.get("mode") == "dynamic" else None
+    graph = None
+    if quantization.get("mode") == "dynamic":
+        graph = (DynamicGraph if info["format"] == "onnx" else HybridGraph).read(path)
     per_backend = {name: _compare(model, info, name, X, y, rtol, graph) for name in names}
     not_the_model = [] if graph is None else graph.problems(model)
     problems = [f"{path}: " + "; ".join(not_the_model)] if not_the_model else []
     problems += [f"{path} on {name}: " + "; ".join(found) for name, figures in per_backend.items()
                  if (found := _failures(figures, metadata["precision"], min_agreement,
-                                        max_accuracy_drop, rtol))]
+                                        max_accuracy_drop, rtol, graph))]
     worst = max(per_backend.values(), key=lambda f: f["max_score_error"])
     result = {"path": str(path), "format": info["format"], "precision": metadata["precision"],
               "size_bytes": info["size_bytes"], "backends": names, **worst,

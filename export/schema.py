@@ -26,7 +26,8 @@ _BUILDERS = (
     "ModelStart", "ModelAddSignatureDefs", "ModelAddMetadata", "SubGraphStart", "TensorStart",
     "TensorAddShapeSignature", "QuantizationParametersAddQuantizedDimension", "BufferAddData",
     "OperatorCodeAddBuiltinCode", "OperatorCodeAddDeprecatedBuiltinCode", "SignatureDefStart",
-    "TensorMapStart", "MetadataStart", "FullyConnectedOptionsStart", "Model",
+    "TensorMapStart", "MetadataStart", "FullyConnectedOptionsStart",
+    "FullyConnectedOptionsAddAsymmetricQuantizeInputs", "FullyConnectedOptions", "Model",
 )
 
 

@@ -1,8 +1,10 @@
 """Write a ``Model`` as a TFLite flatbuffer without TensorFlow: two FULLY_CONNECTED ops.
 
-``FULLY_CONNECTED(x, D^T, bias=-threshold, fused RELU) -> FULLY_CONNECTED(W^T, bias=0)``, fp32 or
+``FULLY_CONNECTED(x, D^T, bias=-threshold, fused RELU) -> FULLY_CONNECTED(W^T, bias=0)``, fp32,
 full int8 (int8 input and output with their scale/zero point in the file, symmetric int8 weights,
-int32 biases). The batch is dynamic: shape ``[1, n]`` with ``shape_signature [-1, n]``.
+int32 biases) or dynamic-range int8 (the fp32 graph with symmetric per-tensor int8 weights: hybrid
+kernels that quantize each float input row as they run, see ``hybrid_graph``). The batch is
+dynamic: shape ``[1, n]`` with ``shape_signature [-1, n]``.
 
 The schema comes from the ``tflite`` package (Python builders generated from TFLite's Apache-2.0
 ``schema.fbs``): pure Python, so the workstation needs no interpreter or TensorFlow to write files.
@@ -29,6 +31,9 @@ from .schema import check_schema
 INPUT, OUTPUT = "input", "scores"
 SIGNATURE_KEY = "serving_default"
 _ALIGN = 16  # constant buffers are 16-byte aligned so interpreters can map them directly
+# FULLY_CONNECTED versions (TFLite's op_version.cc): float 1, full int8 4, hybrid (float input,
+# int8 weights) with asymmetric_quantize_inputs 9
+OP_VERSIONS = {"fp32": 1, "int8": 4, "dynamic": 9}
 
 
 @dataclass
@@ -44,19 +49,33 @@ class _Tensor:
     dynamic_batch: bool = False
 
 
-def _layers(model: Model, int8: bool, ranges: Ranges | None, per_channel: bool) -> list[_Tensor]:
-    """The seven tensors: input, D^T, bias1, features, W^T, bias2, scores (in this order)."""
+def _zeros(scales: np.ndarray) -> np.ndarray:
+    """Zero points of symmetric weights: one 0 per scale."""
+    return np.zeros(len(scales), dtype=np.int64)
+
+
+def _layers(model: Model, int8: bool, ranges: Ranges | None, per_channel: bool,
+            dynamic: bool = False) -> list[_Tensor]:
+    """The seven tensors: input, D^T, bias1, features, W^T, bias2, scores (in this order).
+
+    ``dynamic``: the float tensors of the fp32 file with D^T and W^T as symmetric per-tensor
+    int8 (the hybrid FULLY_CONNECTED kernels' form: float input, output and bias, int8 weights)."""
     n, k, m = model.n_features, model.n_atoms, model.n_outputs
     D, threshold, W = (a.astype(np.float32) for a in graph_parameters(model, rescale=int8))
     bias1 = -threshold
     bias2 = np.zeros(m, dtype=np.float32)
-    if not int8:
+    if not int8 or dynamic:
+        weights = {"dictionary": ("float32", D.T), "weights": ("float32", W.T)}
+        if dynamic:
+            for name, (_, values) in weights.items():
+                q, scales = symmetric_weights(values, per_channel=False)
+                weights[name] = ("int8", q, scales, _zeros(scales))
         return [
             _Tensor(INPUT, (1, n), "float32", dynamic_batch=True),
-            _Tensor("dictionary", (k, n), "float32", D.T),
+            _Tensor("dictionary", (k, n), *weights["dictionary"]),
             _Tensor("negative_threshold", (k,), "float32", bias1),
             _Tensor("features", (1, k), "float32", dynamic_batch=True),
-            _Tensor("weights", (m, k), "float32", W.T),
+            _Tensor("weights", (m, k), *weights["weights"]),
             _Tensor("output_bias", (m,), "float32", bias2),
             _Tensor(OUTPUT, (1, m), "float32", dynamic_batch=True),
         ]
@@ -67,19 +86,16 @@ def _layers(model: Model, int8: bool, ranges: Ranges | None, per_channel: bool) 
     q_b1, s_b1 = int32_bias(bias1, s_x, s_d, lowest=relu_bias_floor(q_d, z_x))
     q_b2, s_b2 = int32_bias(bias2, s_f, s_w)
 
-    def zeros(scales: np.ndarray) -> np.ndarray:
-        return np.zeros(len(scales), dtype=np.int64)
-
     def act(value: tuple[float, int]) -> dict[str, np.ndarray]:
         return {"scale": np.array([value[0]], np.float32), "zero_point": np.array([value[1]])}
 
     return [
         _Tensor(INPUT, (1, n), "int8", dynamic_batch=True, **act((s_x, z_x))),
-        _Tensor("dictionary", (k, n), "int8", q_d, s_d, zeros(s_d)),
-        _Tensor("negative_threshold", (k,), "int32", q_b1, s_b1, zeros(s_b1)),
+        _Tensor("dictionary", (k, n), "int8", q_d, s_d, _zeros(s_d)),
+        _Tensor("negative_threshold", (k,), "int32", q_b1, s_b1, _zeros(s_b1)),
         _Tensor("features", (1, k), "int8", dynamic_batch=True, **act((s_f, z_f))),
-        _Tensor("weights", (m, k), "int8", q_w, s_w, zeros(s_w)),
-        _Tensor("output_bias", (m,), "int32", q_b2, s_b2, zeros(s_b2)),
+        _Tensor("weights", (m, k), "int8", q_w, s_w, _zeros(s_w)),
+        _Tensor("output_bias", (m,), "int32", q_b2, s_b2, _zeros(s_b2)),
         _Tensor(OUTPUT, (1, m), "int8", dynamic_batch=True, **act((s_o, z_o))),
     ]
 
@@ -146,10 +162,13 @@ class _Writer:
             tfl.TensorAddQuantization(b, quantization)
         return tfl.TensorEnd(b)
 
-    def _fully_connected(self, inputs: tuple[int, int, int], output: int, activation: int) -> int:
+    def _fully_connected(self, inputs: tuple[int, int, int], output: int, activation: int,
+                         asymmetric_inputs: bool) -> int:
         tfl, b = self.tfl, self.b
         tfl.FullyConnectedOptionsStart(b)
         tfl.FullyConnectedOptionsAddFusedActivationFunction(b, activation)
+        if asymmetric_inputs:  # hybrid kernels: each float input row quantized over [min, max]
+            tfl.FullyConnectedOptionsAddAsymmetricQuantizeInputs(b, True)
         options = tfl.FullyConnectedOptionsEnd(b)
         ins, outs = self._ints(inputs, "<i4"), self._ints([output], "<i4")
         tfl.OperatorStart(b)
@@ -179,11 +198,11 @@ class _Writer:
         tfl.SignatureDefAddSubgraphIndex(b, 0)
         return tfl.SignatureDefEnd(b)
 
-    def _subgraph(self, tensors: list[_Tensor]) -> int:
+    def _subgraph(self, tensors: list[_Tensor], asymmetric_inputs: bool) -> int:
         tfl, b = self.tfl, self.b
         tensor_offsets = [self._tensor(t) for t in tensors]
-        operators = [self._fully_connected((0, 1, 2), 3, tfl.ActivationFunctionType.RELU),
-                     self._fully_connected((3, 4, 5), 6, tfl.ActivationFunctionType.NONE)]
+        operators = [self._fully_connected((0, 1, 2), 3, tfl.ActivationFunctionType.RELU, asymmetric_inputs),
+                     self._fully_connected((3, 4, 5), 6, tfl.ActivationFunctionType.NONE, asymmetric_inputs)]
         tensor_vector = self._vector(tfl.SubGraphStartTensorsVector, tensor_offsets)
         operator_vector = self._vector(tfl.SubGraphStartOperatorsVector, operators)
         inputs, outputs = self._ints([0], "<i4"), self._ints([6], "<i4")
@@ -205,9 +224,10 @@ class _Writer:
         tfl.OperatorCodeAddVersion(b, version)
         return tfl.OperatorCodeEnd(b)
 
-    def write(self, tensors: list[_Tensor], metadata_json: str, description: str, op_version: int) -> bytes:
+    def write(self, tensors: list[_Tensor], metadata_json: str, description: str, op_version: int,
+              asymmetric_inputs: bool = False) -> bytes:
         tfl, b = self.tfl, self.b
-        subgraph = self._subgraph(tensors)
+        subgraph = self._subgraph(tensors, asymmetric_inputs)
         self.buffers.append(metadata_json.encode("utf-8"))
         metadata_name = b.CreateString(METADATA_KEY)
         tfl.MetadataStart(b)
@@ -241,6 +261,7 @@ def to_tflite(
     *,
     int8: bool = False,
     calibration: Any = None,
+    dynamic: bool = False,
     per_channel: bool = False,
     margin: float = DEFAULT_MARGIN,
 ) -> Path:
@@ -250,11 +271,15 @@ def to_tflite(
     ----------
     model : Model (or a fitted estimator with ``to_model()``)
     path : destination ending in ``.tflite``
-    int8 : full-integer file (int8 input/output), calibrated on ``calibration``.
+    int8 : quantize. Full integer (int8 input/output) calibrated on ``calibration`` unless
+        ``dynamic``: dynamic-range quantization, int8 weights and float32 input, output and
+        thresholds, each FULLY_CONNECTED a hybrid kernel that quantizes its input row as it runs
+        (asymmetric, over the row's own range); it needs no calibration data.
     calibration : array [n_rows, n_features] of raw inputs (before preprocessing; a batch of images
         [n_rows, H, W(, 3)] is flattened), >= 20 rows.
     per_channel : per-output-channel weight scales (per-tensor by default: microcontroller
-        runtimes need it).
+        runtimes need it). Static int8 only: hybrid kernels take per-channel scales from
+        FULLY_CONNECTED version 12, which the legacy tflite-runtime 2.14 lacks.
     margin : widen each calibrated range by this fraction of its width.
 
     The file takes preprocessed input; the preprocessing is recorded in its ``lastedge`` metadata.
@@ -263,16 +288,26 @@ def to_tflite(
     model = check_model(model)
     path = check_output_path(path, ".tflite", "the output")
     ranges = None
-    if int8:
+    if not int8:
+        if calibration is not None or per_channel or dynamic:
+            raise ValueError("calibration, dynamic and per_channel apply to int8 export only (int8=True)")
+    elif dynamic:
+        if calibration is not None:
+            raise ValueError("dynamic int8 quantization takes no calibration rows; drop one of them")
+        if per_channel:
+            raise ValueError("dynamic int8 TFLite files have per-tensor weights: the legacy "
+                             "tflite-runtime 2.14 has no per-channel hybrid FULLY_CONNECTED (version 12)")
+    else:
         ranges = Ranges.measure(model, calibration, margin)
-    elif calibration is not None or per_channel:
-        raise ValueError("calibration and per_channel apply to int8 export only (int8=True)")
-    quantization = ranges and {"mode": "static", "per_channel": per_channel, **ranges.describe()}
+    quantization = {"mode": "dynamic"} if dynamic else ranges and {
+        "mode": "static", "per_channel": per_channel, **ranges.describe()}
     metadata = build_metadata(model, precision="int8" if int8 else "fp32",
                               preprocess_in_graph=False, quantization=quantization)
+    kind = "dynamic" if dynamic else metadata["precision"]
     description = (f"lastedge soft-threshold classifier: {model.n_features} features, "
-                   f"{model.n_atoms} atoms, {model.n_outputs} output(s), {metadata['precision']}")
-    data = _Writer(tfl).write(_layers(model, int8, ranges, per_channel), dumps(metadata),
-                              description, op_version=4 if int8 else 1)
+                   f"{model.n_atoms} atoms, {model.n_outputs} output(s), "
+                   f"{'int8 dynamic' if dynamic else kind}")
+    data = _Writer(tfl).write(_layers(model, int8, ranges, per_channel, dynamic), dumps(metadata),
+                              description, op_version=OP_VERSIONS[kind], asymmetric_inputs=dynamic)
     write_atomically(path, lambda f: f.write(data))
     return path

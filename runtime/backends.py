@@ -6,8 +6,9 @@
 
 Each has ``predict``, ``decision_function``, ``classes``, ``n_features``; each applies the
 preprocessing recorded in the file unless the graph contains it; each accepts any real dtype and
-any number of rows (zero included); int8 TFLite files get their input quantized and their scores
-dequantized with the scale and zero point stored in the file. Backend packages are passed in by
+any number of rows (zero included); full-integer TFLite files get their input quantized and their
+scores dequantized with the scale and zero point stored in the file (dynamic-range int8 files take
+and give float32: their kernels quantize each row as they run). Backend packages are passed in by
 ``loading.load``, which imports them lazily.
 """
 
@@ -34,8 +35,8 @@ class Predictor:
     """A loaded model: ``predict(X)`` and ``decision_function(X)`` for raw inputs ``X`` [n, n_features].
 
     Attributes: ``path``, ``backend``, ``classes``, ``n_features``, ``n_outputs``, ``precision``
-    (``"fp32"`` or ``"int8"``), ``threads``, ``n_atoms`` and ``macs_per_sample`` (None if the file does
-    not record ``n_atoms``),
+    (``"fp32"`` or ``"int8"``, dynamic-range int8 files included), ``threads``, ``n_atoms`` and
+    ``macs_per_sample`` (None if the file does not record ``n_atoms``),
     ``preprocess``, ``preprocess_in_graph`` and ``image_shape`` ((H, W[, 3]) of the training
     images, None when the file does not record one).
     """
@@ -190,11 +191,10 @@ class TFLitePredictor(Predictor):
         n_features = int(self._in["shape"][-1])
         header.check_graph(n_features, int(self._out["shape"][-1]) if len(self._out["shape"]) else None,
                            str(path))
-        int8 = self._in["dtype"] != np.float32
         super().__init__(path=path, classes=header.classes, n_features=n_features,
                          n_outputs=header.n_outputs, preprocess=header.preprocess,
                          preprocess_in_graph=header.preprocess_in_graph, threads=threads,
-                         precision=header.precision or ("int8" if int8 else "fp32"),
+                         precision=header.precision or _tflite_precision(interp),
                          n_atoms=header.n_atoms,
                          image_shape=header.image_shape(n_features))
         self._batch = int(self._in["shape"][0])
@@ -210,6 +210,14 @@ class TFLitePredictor(Predictor):
         except RuntimeError as err:  # a damaged graph can load and fail only when run
             raise ValueError(f"{self.path} cannot be run ({_first_line(err)})") from None
         return dequantize(self._interp.get_tensor(self._out["index"]), self._out)
+
+
+def _tflite_precision(interpreter: Any) -> str:
+    """What a TFLite file without a recorded precision is: ``"int8"`` when any tensor is 8-bit
+    (full-integer files, and dynamic-range ones whose float input meets int8 weights, which is
+    what ONNX dynamic files are called too), else ``"fp32"``."""
+    integers = (np.int8, np.uint8)
+    return "int8" if any(d["dtype"] in integers for d in interpreter.get_tensor_details()) else "fp32"
 
 
 def _feedable(path: Path, inputs: list[dict], outputs: list[dict]) -> tuple[dict, dict]:

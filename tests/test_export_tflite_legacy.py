@@ -4,6 +4,8 @@ tflite-runtime 2.14 needs numpy < 2, so it cannot share the main environment: ``
 builds a separate one and runs this file there. Models are built with numpy only.
 """
 
+import platform
+
 import numpy as np
 import pytest
 
@@ -15,6 +17,8 @@ pytest.importorskip(
 from conftest_export import random_model  # noqa: E402
 
 from lastedge.export import assert_parity, to_tflite  # noqa: E402
+from lastedge.export.backends import run  # noqa: E402
+from lastedge.export.hybrid_graph import HybridGraph  # noqa: E402
 
 
 @pytest.mark.parametrize("kind", ["none", "center-l2", "standardize"])
@@ -34,3 +38,24 @@ def test_int8_parity_in_tflite_runtime(tmp_path, per_channel):
     path = to_tflite(model, tmp_path / "q.tflite", int8=True, calibration=X_cal, per_channel=per_channel)
     figures = assert_parity(model, path, X, backends=["tflite-runtime"], min_agreement=0.95)
     assert figures["agreement"] >= 0.95 and figures["max_score_error"] > 0
+
+
+@pytest.mark.parametrize("kind", ["none", "center-l2"])
+def test_dynamic_int8_parity_in_tflite_runtime(tmp_path, kind):
+    """Hybrid FULLY_CONNECTED (version 9, per-tensor int8 weights) runs in tflite-runtime 2.14;
+    it has no per-channel hybrid kernel (version 12), which is why dynamic files are per-tensor."""
+    model, X = random_model(n_features=32, n_atoms=60, n_classes=4, kind=kind, seed=3)
+    path = to_tflite(model, tmp_path / "d.tflite", int8=True, dynamic=True)
+    figures = assert_parity(model, path, X, backends=["tflite-runtime"], min_agreement=0.95)
+    assert figures["within_integer_graph_tolerance"] and figures["max_score_error"] > 0
+
+
+@pytest.mark.skipif(platform.machine().lower() not in ("x86_64", "amd64"),
+                    reason="bit for bit on x86's portable kernels; Arm's NEON ones may round otherwise")
+def test_dynamic_int8_scores_are_the_reference_kernels_bit_for_bit(tmp_path):
+    """``hybrid_graph`` evaluates TFLite's reference hybrid kernel, which tflite-runtime runs."""
+    model, X = random_model(n_features=64, n_atoms=200, n_classes=10, kind="center-l2", seed=1)
+    path = to_tflite(model, tmp_path / "d.tflite", int8=True, dynamic=True)
+    Z = model.preprocess.apply(X)
+    expected = np.hsplit(HybridGraph.read(path).scores(Z), 2)[0]
+    np.testing.assert_array_equal(run("tflite-runtime", path, Z), expected)
