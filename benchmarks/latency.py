@@ -4,9 +4,10 @@
 
 Two models: digits-shaped (n = 64, 10 heads x 20 atoms built from digits rows, center-l2) and
 MNIST-shaped (n = 784, 10 heads x 400 atoms, random weights, no preprocessing); each as .npz,
-.onnx and .tflite, fp32 and int8 (static, calibrated on 500 rows); threads 1 and 2; batch 1 and
-10000. The bare expression ``np.maximum(X @ D - 1, 0) @ W`` (plus argmax, like ``predict``) runs
-on the same arrays as the yardstick. Prints the full bench tables, then the headline numbers:
+.onnx and .tflite, fp32, int8 (static, calibrated on 500 rows) and dynamic int8 (8-bit weights,
+activations quantized as the file runs); threads 1 and 2; batch 1 and 10000. The bare expression
+``np.maximum(X @ D - 1, 0) @ W`` (plus argmax, like ``predict``) runs on the same arrays as the
+yardstick. Prints the full bench tables, then the headline numbers:
 numpy backend / bare throughput at batch 10000, numpy backend overhead per call at batch 1, the
 best backend's single-sample p50 and the best batch-10000 throughput as a share of the machine's
 sgemm peak (measured here on 2000 x 2000 float32 matrices).
@@ -27,7 +28,8 @@ from lastedge.runtime import Model, Preprocess, bench, format_table, load
 from lastedge.runtime.backends import NumpyPredictor
 from lastedge.runtime.blas import blas_threads
 
-FILES = ("m.npz", "m.onnx", "m.tflite", "m-int8.onnx", "m-int8.tflite")
+FILES = ("m.npz", "m.onnx", "m.tflite", "m-int8.onnx", "m-int8.tflite", "m-dyn.onnx", "m-dyn.tflite")
+INT8_FILES = tuple(f for f in FILES if "-" in f)  # static and dynamic int8
 
 
 def digits_model(rng: np.random.Generator) -> tuple[Model, np.ndarray]:
@@ -54,6 +56,8 @@ def write_files(model: Model, X: np.ndarray, folder: Path) -> dict[str, Path]:
     to_tflite(model, folder / "m.tflite")
     to_onnx(model, folder / "m-int8.onnx", int8=True, calibration=X[:500])
     to_tflite(model, folder / "m-int8.tflite", int8=True, calibration=X[:500])
+    to_onnx(model, folder / "m-dyn.onnx", int8=True, dynamic=True)
+    to_tflite(model, folder / "m-dyn.tflite", int8=True, dynamic=True)
     return {name: folder / name for name in FILES}
 
 
@@ -105,7 +109,7 @@ def run(name: str, model: Model, X: np.ndarray, folder: Path, runs_1: int, runs_
         ratio = by_10k["m.npz"]["throughput_per_s"] / by_10k["<bare np expr>"]["throughput_per_s"]
         overhead = by_1["m.npz"]["p50_us"] - by_1["<bare np expr>"]["p50_us"]
         for precision in ("fp32", "int8"):
-            names = [f for f in FILES if ("int8" in f) == (precision == "int8")]
+            names = [f for f in FILES if (f in INT8_FILES) == (precision == "int8")]
             best_1 = min(names, key=lambda f: by_1[f]["p50_us"])
             best_10k = max(names, key=lambda f: by_10k[f]["throughput_per_s"])
             gflops = by_10k[best_10k]["throughput_per_s"] * 2 * model.macs_per_sample / 1e9
@@ -114,7 +118,7 @@ def run(name: str, model: Model, X: np.ndarray, folder: Path, runs_1: int, runs_
                 f"{name:7} {threads}  {precision}  {ratio:5.2f}x  {overhead:+7.1f}  "
                 f"{best_1:14} {by_1[best_1]['p50_us']:8.1f}  {best_10k:14} "
                 f"{by_10k[best_10k]['throughput_per_s']:9.0f}  {share}  "
-                + " ".join(f"{f}={agreement[f]:.1%}" for f in names if "int8" in f))
+                + " ".join(f"{f}={agreement[f]:.1%}" for f in names if f in INT8_FILES))
     return summary
 
 
