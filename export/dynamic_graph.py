@@ -72,8 +72,8 @@ class QuantizedConstant:
 
 
 def _read_uint8(constants: dict[str, np.ndarray], name: str) -> QuantizedConstant:
-    return QuantizedConstant(constants[f"{name}_quantized"].astype(np.int32), _F32(constants[f"{name}_scale"]),
-                  int(constants[f"{name}_zero_point"]))
+    return QuantizedConstant(constants[f"{name}_quantized"].astype(np.int32),
+                             _F32(constants[f"{name}_scale"]), int(constants[f"{name}_zero_point"]))
 
 
 def _quantize_input(X: np.ndarray) -> tuple[np.ndarray, np.float32]:
