@@ -107,12 +107,17 @@ def _escape_unprintable_output() -> None:
         reconfigure(errors="backslashreplace")
 
 
+def install_hint(module: str) -> str:
+    """The pip command that installs third-party ``module`` with its lastedge extra."""
+    return f"pip install 'lastedge[{EXTRA_OF_MODULE[module]}]'"
+
+
 def _one_line(err: BaseException) -> str:
     """The first line of ``err``; a missing third-party module names the extra to install, and an
     error of the operating system names the path it concerns rather than its errno."""
     module = (getattr(err, "name", None) or "").split(".")[0]
     if isinstance(err, ModuleNotFoundError) and module in EXTRA_OF_MODULE:
-        return f"{module} is not installed: pip install 'lastedge[{EXTRA_OF_MODULE[module]}]'"
+        return f"{module} is not installed: {install_hint(module)}"
     if isinstance(err, FileNotFoundError) and err.filename:
         return f"no such file: {err.filename}"
     if isinstance(err, OSError) and err.filename and err.strerror:

@@ -85,9 +85,10 @@ def _exported_info(path: Path, kind: str) -> tuple[dict[str, Any], list[str]]:
         missing = (err.name or "").split(".")[0]
         if missing not in ("onnx", "tflite", "flatbuffers"):
             raise
+    from lastedge.cli import install_hint
     from lastedge.runtime import load
 
-    graph = f"not shown: {missing} is not installed ({_install_hint(missing)})"
+    graph = f"not shown: {missing} is not installed ({install_hint(missing)})"
     try:
         predictor = load(path)
     except ImportError:  # no interpreter for it
@@ -112,6 +113,7 @@ def _onnx_bytes_info(path: Path, graph: str) -> dict[str, Any]:
     """What an ONNX file's bytes say (``runtime.onnx_metadata``), where neither onnx nor
     onnxruntime is installed: the same fields as an interpreter's, no backend, and a graph line
     saying what running the file needs."""
+    from lastedge.cli import install_hint
     from lastedge.runtime.model import count_macs
     from lastedge.runtime.onnx_metadata import read_onnx_summary
 
@@ -127,15 +129,8 @@ def _onnx_bytes_info(path: Path, graph: str) -> dict[str, Any]:
         "macs_per_sample": None if header.n_atoms is None else
         count_macs(summary.n_features, header.n_atoms, summary.n_outputs),
         "image_shape": None if image_shape is None else list(image_shape),
-        "graph": f"{graph}; running it needs onnxruntime ({_install_hint('onnxruntime')})",
+        "graph": f"{graph}; running it needs onnxruntime ({install_hint('onnxruntime')})",
     }
-
-
-def _install_hint(module: str) -> str:
-    """The pip command that installs ``module`` with its lastedge extra, as the CLI's errors name it."""
-    from lastedge.cli import EXTRA_OF_MODULE
-
-    return f"pip install 'lastedge[{EXTRA_OF_MODULE[module]}]'"
 
 
 def _runtime_lines(info: dict[str, Any]) -> list[str]:
