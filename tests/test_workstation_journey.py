@@ -175,6 +175,11 @@ def test_a_failed_int8_check_says_what_to_try(tmp_path, capsys, monkeypatch):
         code, _, err = run(capsys, "export", tmp_path / "m.npz", "--format", "tflite", "--int8", *options,
                            "--calibration", "digits", "--out", tmp_path / "m.tflite")
         assert code == 1 and err.rstrip().endswith(f"(int8 is too coarse for this model: {tries}export fp32)")
+    for options in ([], ["--dynamic"]):
+        code, _, err = run(capsys, "export", tmp_path / "m.npz", "--format", "onnx", "--int8", *options,
+                           "--calibration", "digits", "--out", tmp_path / "m.onnx")
+        assert code == 1 and err.rstrip().endswith(
+            "(int8 is too coarse for this model: try --format tflite --dynamic, or export fp32)")
 
 
 def test_atoms_of_rows_that_are_no_square_image_name_the_option(tmp_path, capsys):
