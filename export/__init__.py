@@ -2,7 +2,7 @@
 
 ``to_onnx`` and ``to_tflite`` write fp32 or int8 files atomically; ``assert_parity`` runs a file
 in its real interpreter and proves it matches the Python model; ``describe`` lists a file's ops,
-tensors and metadata; ``export_all`` writes and checks all four variants (the demo's table).
+tensors and metadata; ``export_all`` writes and checks all six variants (the demo's table).
 """
 
 from .describe import describe

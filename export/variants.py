@@ -14,7 +14,8 @@ from .parity import assert_parity, measure_parity
 from .tflite import to_tflite
 
 FORMATS = {"onnx": to_onnx, "tflite": to_tflite}
-PRECISIONS = ("fp32", "int8")
+# int8: static, ranges from the calibration rows; int8-dynamic: weights only, inputs quantized as it runs
+PRECISIONS = ("fp32", "int8", "int8-dynamic")
 
 
 def exporter(fmt: str) -> Any:
@@ -27,9 +28,10 @@ def exporter(fmt: str) -> Any:
 def export_all(model: Model, folder: str | os.PathLike, calibration: Any, X_check: Any,
                y_check: Any = None, *, stem: str = "model",
                strict: bool = True) -> list[dict[str, Any]]:
-    """Export ``model`` as ONNX and TFLite, fp32 and int8, into ``folder``; check each file.
+    """Export ``model`` as ONNX and TFLite, fp32, static int8 and dynamic int8, into ``folder``;
+    check each file.
 
-    ``calibration``: raw rows for the int8 ranges; ``X_check``/``y_check``: held-out rows (and
+    ``calibration``: raw rows for the static int8 ranges; ``X_check``/``y_check``: held-out rows (and
     labels) for ``assert_parity``. Returns one row per file: format, precision, path, size_bytes,
     max_score_error, mean_score_error, agreement, accuracy figures, backend, problems. With
     ``strict`` a file out of bounds raises ``ParityError``; without, it is listed in ``problems``.
@@ -42,9 +44,10 @@ def export_all(model: Model, folder: str | os.PathLike, calibration: Any, X_chec
     for fmt in FORMATS:
         for precision in PRECISIONS:
             path = folder / f"{stem}-{precision}.{fmt}"
-            int8 = precision == "int8"
-            exporter(fmt)(model, path, int8=int8, calibration=calibration if int8 else None)
+            static = precision == "int8"
+            exporter(fmt)(model, path, int8=precision != "fp32", calibration=calibration if static else None,
+                          dynamic=precision == "int8-dynamic")
             figures = (assert_parity if strict else measure_parity)(model, path, X_check, y_check)
             figures.pop("per_backend")
-            rows.append({"format": fmt, "precision": precision, **figures})
+            rows.append({"format": fmt, **figures, "precision": precision})
     return rows

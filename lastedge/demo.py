@@ -1,5 +1,5 @@
 """``lastedge demo``: train LAST, SGD and a linear SVM on digits and print one comparison table,
-then export the LAST model (ONNX/TFLite, fp32/int8), check each file and benchmark them."""
+then export the LAST model (ONNX/TFLite, fp32, static and dynamic int8), check each file and benchmark them."""
 
 from __future__ import annotations
 
@@ -44,7 +44,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                     f"train LAST ({FULL.atoms} atoms per class, {FULL.dca_iter} DCA iterations), "
                     f"the SGD baseline ({FULL.sgd_iter} steps) and LinearSVC; print test error, "
                     "train time, time to predict the test part (median of 5 calls, 1 thread) and "
-                    "feature sparsity; then export LAST to ONNX and TFLite (fp32 and int8), check "
+                    "feature sparsity; then export LAST to ONNX and TFLite (fp32, static and dynamic int8), check "
                     "each file and benchmark them at batch 1. Takes 30-60 s on 2 cores.")
     parser.add_argument("--quick", action="store_true", help="tiny settings (seconds; for tests)")
     parser.add_argument("--out", metavar="DIR",

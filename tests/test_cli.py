@@ -271,8 +271,8 @@ def test_demo_quick(capsys, tmp_path):
     assert "test error %" in comparison and "sparsity" in comparison
     for method in ("LAST (4 atoms/class, K=2)", "SGD (4 atoms/class, 50 steps)", "LinearSVC"):
         assert method in comparison
-    for name in ("digits.npz", "digits-fp32.onnx", "digits-int8.onnx", "digits-fp32.tflite",
-                 "digits-int8.tflite"):
+    for name in ("digits.npz", "digits-fp32.onnx", "digits-int8.onnx", "digits-int8-dynamic.onnx",
+                 "digits-fp32.tflite", "digits-int8.tflite", "digits-int8-dynamic.tflite"):
         assert (tmp_path / name).is_file()
         assert len(re.findall(rf"^{re.escape(name)}\s", exports, re.M)) == 2  # export and bench rows
     assert "p50 us" in exports and "demo took" in exports

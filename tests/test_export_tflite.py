@@ -88,18 +88,20 @@ def test_schema_enums_match_the_interpreters_own_schema():
         assert getattr(getattr(litert_schema, enum), name) == value == getattr(getattr(tfl, enum), name)
 
 
-def test_export_all_writes_and_checks_four_files(tmp_path):
+def test_export_all_writes_and_checks_six_files(tmp_path):
     pytest.importorskip("onnxruntime")
     from lastedge.export import export_all
 
     model, X_train, y_train, X_test, y_test = digits_case()
     rows = export_all(model, tmp_path, X_train, X_test, y_test)
-    assert [(r["format"], r["precision"]) for r in rows] == [
-        ("onnx", "fp32"), ("onnx", "int8"), ("tflite", "fp32"), ("tflite", "int8")]
+    variants = [(fmt, precision) for fmt in ("onnx", "tflite") for precision in ("fp32", "int8", "int8-dynamic")]
+    assert [(r["format"], r["precision"]) for r in rows] == variants
     assert all(r["agreement"] >= 0.99 and r["size_bytes"] > 0 for r in rows)
-    assert rows[1]["size_bytes"] < rows[0]["size_bytes"] / 2
-    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(
-        ["model-fp32.onnx", "model-int8.onnx", "model-fp32.tflite", "model-int8.tflite"])
+    fp32_size = {r["format"]: r["size_bytes"] for r in rows if r["precision"] == "fp32"}
+    assert all(r["size_bytes"] < fp32_size[r["format"]] / 2 for r in rows if r["precision"] != "fp32")
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(f"model-{p}.{f}" for f, p in variants)
+    for fmt in ("onnx", "tflite"):
+        assert describe(tmp_path / f"model-int8-dynamic.{fmt}")["metadata"]["quantization"] == {"mode": "dynamic"}
 
 
 def test_a_fitted_last_classifier_exports_directly(tmp_path, tiny_last, digits_data):
