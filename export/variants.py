@@ -49,5 +49,6 @@ def export_all(model: Model, folder: str | os.PathLike, calibration: Any, X_chec
                           dynamic=precision == "int8-dynamic")
             figures = (assert_parity if strict else measure_parity)(model, path, X_check, y_check)
             figures.pop("per_backend")
+            # the variant's name last: the figures' own "precision" is the file's, "int8" for both int8 files
             rows.append({"format": fmt, **figures, "precision": precision})
     return rows

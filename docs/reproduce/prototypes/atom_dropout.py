@@ -12,7 +12,9 @@ masked loss; the DCA iterate, the solver's checkpoints and step trials are judge
 
 Only the tight majoriser's general path (atoms against their class, or one-vs-all's hinges added:
 the new loss) is masked; other heads are refused, as is ``--parallel-fits`` above 1 (it would fit
-in other processes, unpatched).
+in other processes, unpatched). ``masked_tight_data_weights`` mirrors the general path of
+:func:`objective.tight_data_weights` at e49c7c0 with a mask added (a prototype's frozen copy: a
+change there is not followed here).
 """
 
 from __future__ import annotations
