@@ -311,7 +311,7 @@ def choose_on_holdout(estimator: Any, grid: dict[str, list[float]], X: np.ndarra
     with warnings.catch_warnings(), contextlib.redirect_stdout(sys.stderr):  # progress, not output
         warnings.simplefilter("ignore", ConvergenceWarning)  # the final fit reports its own
         best, candidates = choose_params(estimator, grid, X, y, holdout_split(SELECTION_HOLDOUT, seed),
-                                         verbose=3 if estimator.verbose else 0, monitor=monitor)
+                                         verbose=estimator.verbose, monitor=monitor)
     selection = {"chosen": best, "holdout_fraction": SELECTION_HOLDOUT,
                  "candidates": [{**params, "holdout_accuracy": score} for params, score in candidates]}
     skipped = candidate_grid(grid)[len(candidates):]

@@ -8,12 +8,13 @@ Used by ``lastedge train --mu A,B,...`` (and its other grids) and the benchmarks
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
-from sklearn.base import is_classifier
-from sklearn.model_selection import GridSearchCV, ParameterGrid, StratifiedShuffleSplit, check_cv
+from sklearn.base import clone, is_classifier
+from sklearn.model_selection import ParameterGrid, StratifiedShuffleSplit, check_cv
 
 from .params import python_scalar
 
@@ -42,7 +43,7 @@ def choose_params(estimator: Any, grid: Mapping[str, Sequence[float]], X: np.nda
     :func:`holdout_split`). Candidates come in the order of :func:`candidate_grid` (increasing
     values, the last name varying fastest), and ties keep the first: the smallest values. Integer
     parameters such as ``n_atoms`` refuse ``4.0``, so values keep their type. Nothing is refitted
-    on all rows.
+    on all rows. ``verbose`` prints a line per candidate: its accuracy and time.
 
     ``monitor(k, estimator)``, if given, is called after candidate ``k`` (counted from 0) has been
     fitted and scored on every split, with its estimator fitted on the last one; returning True
@@ -52,15 +53,24 @@ def choose_params(estimator: Any, grid: Mapping[str, Sequence[float]], X: np.nda
     """
     if not grid or not all(len(values) for values in grid.values()):
         raise ValueError(f"choosing parameters needs at least one candidate value for each, got {dict(grid)}")
-    ordered = _ordered(grid)
-    scorer = _RecordingScorer(check_cv(cv, y, classifier=is_classifier(estimator)).get_n_splits(X, y), monitor)
-    search = GridSearchCV(estimator, ordered, cv=cv, scoring=scorer, refit=False, error_score="raise",
-                          verbose=verbose)
-    try:
-        search.fit(X, y)
-    except _GridStopped:
-        pass
-    candidates = list(zip(ParameterGrid(ordered), scorer.mean_scores))
+    X, y = np.asarray(X), np.asarray(y)
+    splits = list(check_cv(cv, y, classifier=is_classifier(estimator)).split(X, y))
+    grid_params = candidate_grid(grid)
+    if verbose:
+        print(f"choosing {', '.join(sorted(grid))}: {len(grid_params)} candidates, {len(splits)} split(s) each")
+    candidates: list[tuple[dict[str, float], float]] = []
+    for k, params in enumerate(grid_params):
+        started = time.perf_counter()
+        scores = []
+        for train, held_out in splits:
+            fitted = clone(estimator).set_params(**params).fit(X[train], y[train])
+            scores.append(fitted.score(X[held_out], y[held_out]))
+        candidates.append((params, float(np.mean(np.array(scores, dtype=np.float64)))))
+        if verbose:
+            print(f"candidate {k + 1}/{len(grid_params)} {params}: held-out accuracy {candidates[-1][1]:.4f} "
+                  f"({time.perf_counter() - started:.1f} s)")
+        if monitor is not None and monitor(k, fitted):
+            break
     best = max(candidates, key=lambda candidate: candidate[1])  # max keeps the first of equals
     return best[0], candidates
 
@@ -68,32 +78,6 @@ def choose_params(estimator: Any, grid: Mapping[str, Sequence[float]], X: np.nda
 def _ordered(grid: Mapping[str, Sequence[float]]) -> dict[str, list[float]]:
     """``grid`` with its names sorted and each one's values increasing, as Python numbers."""
     return {name: sorted(python_scalar(value) for value in grid[name]) for name in sorted(grid)}
-
-
-class _GridStopped(Exception):
-    """Raised through GridSearchCV by :class:`_RecordingScorer` when the monitor stops the grid."""
-
-
-class _RecordingScorer:
-    """GridSearchCV's scorer (the estimator's own ``score``, accuracy for a classifier, as with
-    ``scoring=None``) that keeps each candidate's mean score as the search goes, and calls the
-    monitor after each candidate's last split: the search's only hook between candidate fits."""
-
-    def __init__(self, n_splits: int, monitor: Monitor | None):
-        self.n_splits, self.monitor = n_splits, monitor
-        self.split_scores: list[float] = []
-        self.mean_scores: list[float] = []
-
-    def __call__(self, estimator: Any, X: np.ndarray, y: np.ndarray) -> float:
-        score = estimator.score(X, y)
-        self.split_scores.append(score)
-        if len(self.split_scores) == self.n_splits:  # one job: GridSearchCV fits a candidate's splits in a row
-            # as GridSearchCV's mean_test_score: np.average over the splits, in float64
-            self.mean_scores.append(float(np.average(np.array(self.split_scores, dtype=np.float64))))
-            self.split_scores = []
-            if self.monitor is not None and self.monitor(len(self.mean_scores) - 1, estimator):
-                raise _GridStopped
-        return score
 
 
 def choose_mu(estimator: Any, grid: Sequence[float], X: np.ndarray, y: np.ndarray,
