@@ -206,7 +206,7 @@ def test_train_chooses_mu_on_a_hold_out(capsys, tmp_path):
     loud = [a for a in TINY if a != "--quiet"]  # progress on: it must go to stderr, not into the JSON
     code, out, err = run(capsys, "train", "--data", "digits", *loud, "--mu", "0,1", "--json", "--out", tmp_path / "m.npz")
     assert code == 0 and json.loads(out)["selection"]["holdout_fraction"] == 0.1
-    assert "choosing mu: 2 candidates, 1 split(s) each" in err and "candidate 2/2 {'mu': 1.0}: held-out accuracy" in err
+    assert "choosing mu: 2 candidates, 1 split(s) each" in err and "candidate 2/2 mu=1.0: held-out accuracy" in err
 
 
 def test_train_chooses_the_shared_models_options_with_mu_on_one_hold_out(capsys, tmp_path):

@@ -67,7 +67,8 @@ def choose_params(estimator: Any, grid: Mapping[str, Sequence[float]], X: np.nda
             scores.append(fitted.score(X[held_out], y[held_out]))
         candidates.append((params, float(np.mean(np.array(scores, dtype=np.float64)))))
         if verbose:
-            print(f"candidate {k + 1}/{len(grid_params)} {params}: held-out accuracy {candidates[-1][1]:.4f} "
+            named = ", ".join(f"{name}={value}" for name, value in params.items())
+            print(f"candidate {k + 1}/{len(grid_params)} {named}: held-out accuracy {candidates[-1][1]:.4f} "
                   f"({time.perf_counter() - started:.1f} s)")
         if monitor is not None and monitor(k, fitted):
             break
