@@ -29,6 +29,7 @@ import numpy as np
 from arguments import positive_int
 from latency import mnist_model
 from lastedge.export import to_onnx
+from lastedge.runtime import Model
 
 FILES = ("m.onnx", "m-int8.onnx", "m-dyn.onnx")
 
@@ -49,14 +50,13 @@ def signed_weights() -> Iterator[None]:
         quantization.quantize_static, quantization.quantize_dynamic = originals
 
 
-def write_files(folder: Path, weights: str) -> np.ndarray:
-    """The three files in ``folder``; returns the model's 2000 random input rows."""
-    model, X = mnist_model(np.random.default_rng(0))
+def write_files(folder: Path, model: Model, X: np.ndarray, weights: str) -> None:
+    """``FILES`` in ``folder``: ``model`` in fp32, static int8 (calibrated on 500 rows of ``X``) and
+    dynamic int8, whose weights are ``weights`` ("uint8" as exported, or "int8")."""
     to_onnx(model, folder / "m.onnx")
     with signed_weights() if weights == "int8" else nullcontext():
         to_onnx(model, folder / "m-int8.onnx", int8=True, calibration=X[:500])
         to_onnx(model, folder / "m-dyn.onnx", int8=True, dynamic=True)
-    return X
 
 
 def node_times(path: Path, batch: np.ndarray, runs: int, threads: int) -> tuple[float, list[tuple[str, str, float]]]:
@@ -93,7 +93,8 @@ def main() -> None:
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)
-        X = write_files(folder, args.weights)
+        model, X = mnist_model(np.random.default_rng(0))
+        write_files(folder, model, X, args.weights)
         batch = np.ascontiguousarray(np.resize(X, (args.batch, X.shape[1])))
         print(f"batch {args.batch}, {args.threads} thread(s), int8 files' weights {args.weights}")
         print("| file | node | op | kernel ms (median) |\n|---|---|---|---|")
