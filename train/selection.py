@@ -65,7 +65,7 @@ def choose_params(estimator: Any, grid: Mapping[str, Sequence[float]], X: np.nda
         for train, held_out in splits:
             fitted = clone(estimator).set_params(**params).fit(X[train], y[train])
             scores.append(fitted.score(X[held_out], y[held_out]))
-        candidates.append((params, float(np.mean(np.array(scores, dtype=np.float64)))))
+        candidates.append((params, float(np.mean(scores))))
         if verbose:
             named = ", ".join(f"{name}={value}" for name, value in params.items())
             print(f"candidate {k + 1}/{len(grid_params)} {named}: held-out accuracy {candidates[-1][1]:.4f} "
