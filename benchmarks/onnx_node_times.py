@@ -7,9 +7,9 @@ exported as ``latency.py`` does; each file runs ``--runs`` timed calls after one
 onnxruntime's profiler on, and prints its median wall time per call and the median kernel time of
 every node, slowest first.
 
-``--weights int8`` is a what-if, not an export option: it writes the int8 files with signed weights
-(onnxruntime's ``QuantType.QInt8``) instead of the exporter's uint8 ones, to measure what the
-exporter's choice costs on this CPU. uint8 weights keep every x86 CPU's answers right (see
+``--weights int8`` writes the int8 files with signed weights (``to_onnx(signed_weights=True)``,
+``lastedge export --signed-weights``) instead of the default uint8 ones, to measure what the
+default costs on this CPU. uint8 weights keep every x86 CPU's answers right (see
 ``export/onnx_int8.py``), but leave MLAS no VNNI kernel (VNNI multiplies unsigned by signed bytes).
 """
 
@@ -20,8 +20,6 @@ import json
 import tempfile
 import time
 from collections import defaultdict
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager, nullcontext
 from pathlib import Path
 
 import numpy as np
@@ -34,29 +32,13 @@ from lastedge.runtime import Model
 FILES = ("m.onnx", "m-int8.onnx", "m-dyn.onnx")
 
 
-@contextmanager
-def signed_weights() -> Iterator[None]:
-    """onnxruntime's quantizers called with int8 weights, whatever the exporter asks for."""
-    from onnxruntime import quantization
-
-    def forcing_int8(quantize: Callable) -> Callable:
-        return lambda *args, **kwargs: quantize(*args, **{**kwargs, "weight_type": quantization.QuantType.QInt8})
-
-    originals = quantization.quantize_static, quantization.quantize_dynamic
-    quantization.quantize_static, quantization.quantize_dynamic = map(forcing_int8, originals)
-    try:
-        yield
-    finally:
-        quantization.quantize_static, quantization.quantize_dynamic = originals
-
-
 def write_files(folder: Path, model: Model, X: np.ndarray, weights: str) -> None:
     """``FILES`` in ``folder``: ``model`` in fp32, static int8 (calibrated on 500 rows of ``X``) and
     dynamic int8, whose weights are ``weights`` ("uint8" as exported, or "int8")."""
+    signed = weights == "int8"
     to_onnx(model, folder / "m.onnx")
-    with signed_weights() if weights == "int8" else nullcontext():
-        to_onnx(model, folder / "m-int8.onnx", int8=True, calibration=X[:500])
-        to_onnx(model, folder / "m-dyn.onnx", int8=True, dynamic=True)
+    to_onnx(model, folder / "m-int8.onnx", int8=True, calibration=X[:500], signed_weights=signed)
+    to_onnx(model, folder / "m-dyn.onnx", int8=True, dynamic=True, signed_weights=signed)
 
 
 def node_times(path: Path, batch: np.ndarray, runs: int, threads: int) -> tuple[float, list[tuple[str, str, float]]]:

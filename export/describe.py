@@ -122,10 +122,14 @@ def summary_lines(info: dict[str, Any]) -> list[str]:
     """Human-readable lines for a ``describe`` result: file, size, ops, tensors, metadata."""
     metadata = info["metadata"] or {}
     quantization = metadata.get("quantization")
-    dynamic = isinstance(quantization, dict) and quantization.get("mode") == "dynamic"
+    quantization = quantization if isinstance(quantization, dict) else {}
+    weights = quantization.get("weights")  # absent in files written before it was recorded
+    if quantization.get("mode") == "dynamic":
+        kind = f" dynamic ({weights or '8-bit'} weights, activations quantized as it runs)"
+    else:
+        kind = f" ({weights} weights)" if weights else ""
     lines = [f"{info['path']}: {info['format']}, {info['size_bytes'] / 1024:.1f} KiB, "
-             f"{metadata.get('precision', 'unknown precision')}"
-             f"{' dynamic (8-bit weights, activations quantized as it runs)' if dynamic else ''}",
+             f"{metadata.get('precision', 'unknown precision')}{kind}",
              "ops: " + " -> ".join(info["ops"])]
     for role in ("inputs", "outputs"):
         for t in info[role]:

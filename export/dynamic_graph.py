@@ -1,11 +1,12 @@
 """What a dynamic int8 ONNX file computes, evaluated in numpy from the file's own constants.
 
 onnxruntime's dynamic quantization (``onnx_int8.quantize_dynamic``) stores the dictionary and
-the output weights as uint8, one scale and zero point each, and quantizes each MatMul's input
-as it runs (``DynamicQuantizeLinear``: the batch's range, 0 included, in 255 steps). Its scores
+the output weights as uint8 (or symmetric int8: ``signed_weights``), one scale and zero point
+each, and quantizes each MatMul's input as it runs (``DynamicQuantizeLinear``: the batch's
+range, 0 included, in 255 steps). Its scores
 are those of that integer graph, so parity compares them with ``DynamicGraph.scores``, the same
 float32 operations on the same blocks of rows (bit-identical to onnxruntime's fused kernels on
-x86 here), and ``DynamicGraph.problems`` checks that the file's uint8 constants are the model's
+x86 here), and ``DynamicGraph.problems`` checks that the file's 8-bit constants are the model's
 rounded to the finest grid that spans them. Together they prove a file is the dynamic int8
 quantization of its model on any rows, synthetic ones included; how often its predictions
 agree with the float model's is then a property of the quantization, not of the export.
@@ -71,9 +72,11 @@ class QuantizedConstant:
         return []
 
 
-def _read_uint8(constants: dict[str, np.ndarray], name: str) -> QuantizedConstant:
-    return QuantizedConstant(constants[f"{name}_quantized"].astype(np.int32),
-                             _F32(constants[f"{name}_scale"]), int(constants[f"{name}_zero_point"]))
+def _read_constant(constants: dict[str, np.ndarray], name: str) -> QuantizedConstant:
+    """The 8-bit constant ``name``: symmetric when stored as int8 (``signed_weights``)."""
+    quantized = constants[f"{name}_quantized"]
+    return QuantizedConstant(quantized.astype(np.int32), _F32(constants[f"{name}_scale"]),
+                             int(constants[f"{name}_zero_point"]), symmetric=quantized.dtype == np.int8)
 
 
 def _quantize_input(X: np.ndarray) -> tuple[np.ndarray, np.float32]:
@@ -88,7 +91,7 @@ def _quantize_input(X: np.ndarray) -> tuple[np.ndarray, np.float32]:
 
 @dataclass(frozen=True)
 class DynamicGraph:
-    """The integer graph of a dynamic int8 file: uint8 dictionary, float threshold, uint8 weights."""
+    """The integer graph of a dynamic int8 file: 8-bit dictionary, float threshold, 8-bit weights."""
 
     dictionary: QuantizedConstant
     threshold: np.ndarray
@@ -104,8 +107,8 @@ class DynamicGraph:
 
         constants = {t.name: numpy_helper.to_array(t) for t in onnx.load(os.fspath(path)).graph.initializer}
         try:
-            return cls(_read_uint8(constants, "dictionary"), constants["threshold"].astype(np.float32),
-                       _read_uint8(constants, "weights"))
+            return cls(_read_constant(constants, "dictionary"), constants["threshold"].astype(np.float32),
+                       _read_constant(constants, "weights"))
         except KeyError as missing:
             raise ValueError(f"{path} is no dynamic int8 file of lastedge's: it has no {missing} constant") from None
 

@@ -152,6 +152,7 @@ def to_onnx(
     calibration: Any = None,
     dynamic: bool = False,
     per_channel: bool = True,
+    signed_weights: bool = False,
     with_preprocessing: bool = False,
     margin: float = DEFAULT_MARGIN,
 ) -> Path:
@@ -167,6 +168,8 @@ def to_onnx(
     calibration : array [n_rows, n_features] of raw inputs (before preprocessing; a batch of images
         [n_rows, H, W(, 3)] is flattened), >= 20 rows.
     per_channel : per-channel int8 weights (static int8 only).
+    signed_weights : store int8 weights as int8 (zero point 0) rather than uint8: about twice as
+        fast in onnxruntime on CPUs with VNNI, but wrong on x86 CPUs without it (see ``onnx_int8``).
     with_preprocessing : put the preprocessing in the graph so the file takes raw features.
     margin : widen each calibrated range by this fraction of its width (see ``calibration``).
     """
@@ -174,6 +177,9 @@ def to_onnx(
     path = check_output_path(path, ".onnx", "the output")
     in_graph = with_preprocessing and model.preprocess.kind != "none"
     quantization = None
+    if signed_weights and not int8:
+        raise ValueError("signed_weights applies to int8 export only (int8=True)")
+    weights = {"weights": "int8" if signed_weights else "uint8"}
     if not int8:
         if calibration is not None or dynamic:
             raise ValueError("calibration and dynamic apply to int8 export only (int8=True)")
@@ -184,8 +190,8 @@ def to_onnx(
         from .onnx_int8 import quantize_dynamic
 
         proto = quantize_dynamic(build_graph(model, with_preprocessing=with_preprocessing,
-                                             rescale_atoms=True))
-        quantization = {"mode": "dynamic"}
+                                             rescale_atoms=True), signed_weights=signed_weights)
+        quantization = {"mode": "dynamic", **weights}
     else:
         from .onnx_int8 import quantize_static
 
@@ -194,9 +200,9 @@ def to_onnx(
         proto = quantize_static(
             build_graph(model, form="gemm", with_preprocessing=with_preprocessing, rescale_atoms=True),
             rows if in_graph else model.preprocess.apply(rows),
-            ranges, per_channel=per_channel,
+            ranges, per_channel=per_channel, signed_weights=signed_weights,
         )
-        quantization = {"mode": "static", "per_channel": per_channel, **ranges.describe()}
+        quantization = {"mode": "static", "per_channel": per_channel, **weights, **ranges.describe()}
     metadata = build_metadata(model, precision="int8" if int8 else "fp32",
                               preprocess_in_graph=in_graph, quantization=quantization)
     proto = _finish(proto, metadata, model)

@@ -299,8 +299,8 @@ def to_tflite(
                              "tflite-runtime 2.14 has no per-channel hybrid FULLY_CONNECTED (version 12)")
     else:
         ranges = Ranges.measure(model, calibration, margin)
-    quantization = {"mode": "dynamic"} if dynamic else ranges and {
-        "mode": "static", "per_channel": per_channel, **ranges.describe()}
+    quantization = {"mode": "dynamic", "weights": "int8"} if dynamic else ranges and {
+        "mode": "static", "per_channel": per_channel, "weights": "int8", **ranges.describe()}
     metadata = build_metadata(model, precision="int8" if int8 else "fp32",
                               preprocess_in_graph=False, quantization=quantization)
     kind = "dynamic" if dynamic else metadata["precision"]

@@ -13,6 +13,7 @@ import json
 import math
 import os
 import sys
+import warnings
 import zipfile
 from typing import Any, NoReturn, Sequence
 
@@ -85,7 +86,9 @@ def _run(argv: Sequence[str] | None) -> int:
         parser.print_help()
         return 2
     try:
-        return int(args.func(args) or 0)
+        with warnings.catch_warnings():  # restores the default display when the command is done
+            warnings.showwarning = _warning_line(args.command)
+            return int(args.func(args) or 0)
     except BrokenPipeError:  # the reader stopped early (``lastedge predict ... | head``): not an error
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # no second error at exit
         return 0
@@ -96,6 +99,14 @@ def _run(argv: Sequence[str] | None) -> int:
     except (CommandError, *USER_ERRORS) as err:
         print(f"lastedge {args.command}: error: {_one_line(err)}", file=sys.stderr)
         return 1
+
+
+def _warning_line(command: str) -> Any:
+    """A ``warnings.showwarning`` that prints a warning as one line naming the command, as errors
+    are, rather than Python's file, line and source."""
+    def show(message: Warning | str, *_: Any, **__: Any) -> None:
+        print(f"lastedge {command}: warning: {_one_line(message)}", file=sys.stderr)
+    return show
 
 
 def _escape_unprintable_output() -> None:

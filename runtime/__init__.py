@@ -4,11 +4,11 @@ Imports numpy only; onnxruntime or a TFLite interpreter is imported lazily when 
 is loaded.
 """
 
-from .backends import Predictor
+from .backends import Predictor, SignedWeightsWarning
 from .bench import bench, format_table
 from .loading import load
 from .model import Model, check_input, check_output_path, write_atomically
 from .preprocess import Preprocess
 
-__all__ = ["Model", "Predictor", "Preprocess", "bench", "check_input", "check_output_path", "format_table",
-           "load", "write_atomically"]
+__all__ = ["Model", "Predictor", "Preprocess", "SignedWeightsWarning", "bench", "check_input",
+           "check_output_path", "format_table", "load", "write_atomically"]

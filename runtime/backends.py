@@ -17,6 +17,8 @@ from __future__ import annotations
 import contextlib
 import io
 import os
+import platform
+import warnings
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -24,6 +26,7 @@ from typing import Any
 import numpy as np
 
 from .blas import blas_threads, openblas
+from .cpu import read_cpuinfo, signed_weights_saturate
 from .files import METADATA_KEY, parse_header, tflite_metadata
 from .model import Model, check_input, check_scores, count_macs, in_row_blocks, labels_from_scores
 from .native_log import without_native_lines
@@ -144,6 +147,8 @@ class OnnxPredictor(Predictor):
         except (*self._errors, UnicodeDecodeError) as err:
             raise ValueError(f"{path} is not a readable ONNX model ({_first_line(err)})") from None
         header = parse_header(metadata, str(path))
+        if header.weights == "int8":
+            _warn_if_signed_weights_saturate(path)
         inputs, outputs = session.get_inputs(), session.get_outputs()
         n_features = inputs[0].shape[-1] if len(inputs) == 1 and inputs[0].shape else None
         if not isinstance(n_features, int) or inputs[0].type != "tensor(float)":
@@ -165,6 +170,23 @@ class OnnxPredictor(Predictor):
             return self.session.run([self._output], {self._input: Z})[0]
         except self._errors as err:  # a damaged graph can load and fail only when run
             raise ValueError(f"{self.path} cannot be run ({_first_line(err)})") from None
+
+
+class SignedWeightsWarning(UserWarning):
+    """An ONNX file with int8 (signed) weights loaded on a CPU whose onnxruntime kernels for them
+    may saturate (x86 without VNNI), or on one whose features cannot be read."""
+
+
+def _warn_if_signed_weights_saturate(path: Path) -> None:
+    saturate = signed_weights_saturate(read_cpuinfo(), platform.machine())
+    if saturate is False:
+        return
+    why = ("this x86 CPU has no VNNI" if saturate else
+           "cannot tell whether this x86 CPU has VNNI")
+    warnings.warn(f"{path} has signed int8 weights and {why}: onnxruntime's int8 kernels may "
+                  "saturate and give wrong scores; check its accuracy here ('lastedge predict' on "
+                  "labelled rows) or re-export without --signed-weights", SignedWeightsWarning,
+                  stacklevel=3)
 
 
 class TFLitePredictor(Predictor):

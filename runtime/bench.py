@@ -24,6 +24,7 @@ from typing import Any, Callable, Iterator, Sequence
 import numpy as np
 
 from .backends import Predictor
+from .cpu import cpu_model, int8_dot_product, read_cpuinfo
 from .loading import load, max_threads
 
 SCHEMA = "lastedge-bench/1"
@@ -332,7 +333,7 @@ def oversubscription(threads: int | None, cpus: Sequence[int] | None = None) -> 
 
 def machine_info() -> dict[str, Any]:
     """CPU model, cores (all / usable), OS, Python and backend versions."""
-    cpuinfo = _read("/proc/cpuinfo")
+    cpuinfo = read_cpuinfo()
     return {
         "cpu": cpu_model(cpuinfo),
         "cores": os.cpu_count(),
@@ -345,45 +346,6 @@ def machine_info() -> dict[str, Any]:
            (("numpy", "numpy"), ("onnxruntime", "onnxruntime"), ("litert", "ai-edge-litert"),
             ("tflite_runtime", "tflite-runtime"))},
     }
-
-
-# CPU feature flags (Linux /proc/cpuinfo) of an 8-bit dot product: x86 VNNI (AVX-512 or AVX),
-# AMX, and Arm's dot-product extension (Armv8.2+, e.g. the Raspberry Pi 5's Cortex-A76).
-INT8_DOT_FLAGS = frozenset({"avx512_vnni", "avx_vnni", "amx_int8", "asimddp"})
-
-
-def int8_dot_product(cpuinfo: str | None) -> bool | None:
-    """Whether the CPU has an 8-bit dot-product instruction, from ``/proc/cpuinfo`` text; None
-    when unknown (no such file, or no feature list in it).
-
-    Without one, int8 files run little faster than fp32 (measured on an AVX2-only AMD EPYC:
-    1.1-1.4x, against 2.7-3.5x on an Intel Xeon; docs/results.md), so ``bench`` reports it.
-    """
-    fields = (line.partition(":") for line in (cpuinfo or "").splitlines())
-    feature_lists = [value.split() for key, _, value in fields
-                     if key.strip().lower() in ("flags", "features")]
-    if not feature_lists:
-        return None
-    return any(INT8_DOT_FLAGS.intersection(features) for features in feature_lists)
-
-
-def _read(path: str) -> str | None:
-    try:
-        return Path(path).read_text(errors="replace")
-    except OSError:
-        return None
-
-
-def cpu_model(cpuinfo: str | None) -> str:
-    """The board (a Raspberry Pi's: ``/proc/cpuinfo``'s 'Model' line or the device tree), else the
-    CPU's 'model name' (x86), else the platform. The board comes first: a 32-bit Pi OS names
-    every Pi's CPU "ARMv7 Processor rev 4 (v7l)", which does not say which Pi ran the numbers."""
-    fields: dict[str, str] = {}
-    for line in (cpuinfo or "").splitlines():
-        key, _, value = line.partition(":")
-        fields.setdefault(key.strip(), value.strip())
-    board = fields.get("Model") or (_read("/proc/device-tree/model") or "").strip("\x00\n ")
-    return board or fields.get("model name") or platform.processor() or platform.machine()
 
 
 def _version(dist: str) -> str | None:

@@ -69,6 +69,7 @@ class Header:
     alpha: float
     precision: str | None
     n_atoms: int | None
+    weights: str | None  # int8 files' weight type, "uint8" or "int8"; None: fp32, or not recorded
     fields: dict[str, Any]
 
     def check_graph(self, n_features: int, n_outputs: Any, source: str) -> None:
@@ -136,7 +137,19 @@ def _header(fields: dict[str, Any]) -> Header:
     if n_atoms is not None and not _is_positive_int(n_atoms):
         raise ValueError(f"n_atoms must be a positive integer, got {n_atoms!r}")
     return Header(classes, preprocess, in_graph, int(n_outputs), _alpha(fields.get("alpha", 1.0)),
-                  precision, n_atoms, fields)
+                  precision, n_atoms, _weights(fields.get("quantization")), fields)
+
+
+def _weights(quantization: Any) -> str | None:
+    """The weight type ``quantization`` records (files before it was recorded: None)."""
+    if quantization is None:
+        return None
+    if not isinstance(quantization, dict):
+        raise ValueError(f"quantization must be an object or null, got {quantization!r}")
+    weights = quantization.get("weights")
+    if weights not in (None, "uint8", "int8"):
+        raise ValueError(f"quantization.weights must be \"uint8\" or \"int8\", got {weights!r}")
+    return weights
 
 
 def _is_positive_int(value: Any) -> bool:

@@ -139,7 +139,7 @@ def test_dynamic_int8_needs_no_calibration(tmp_path):
     model, X_train, y_train, X_test, y_test = digits_case()
     path = to_onnx(model, tmp_path / "d.onnx", int8=True, dynamic=True)
     assert "MatMulInteger" in describe(path)["ops"]
-    assert describe(path)["metadata"]["quantization"] == {"mode": "dynamic"}
+    assert describe(path)["metadata"]["quantization"] == {"mode": "dynamic", "weights": "uint8"}
     figures = assert_parity(model, path, X_test, y_test)
     # uint8 weights: int8 ones saturated 16-bit sums on CPUs without VNNI (worst error 3.4 there)
     assert figures["agreement"] >= 0.99 and figures["max_score_error"] < 1.0

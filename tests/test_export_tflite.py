@@ -100,8 +100,9 @@ def test_export_all_writes_and_checks_six_files(tmp_path):
     fp32_size = {r["format"]: r["size_bytes"] for r in rows if r["precision"] == "fp32"}
     assert all(r["size_bytes"] < fp32_size[r["format"]] / 2 for r in rows if r["precision"] != "fp32")
     assert sorted(p.name for p in tmp_path.iterdir()) == sorted(f"model-{p}.{f}" for f, p in variants)
-    for fmt in ("onnx", "tflite"):
-        assert describe(tmp_path / f"model-int8-dynamic.{fmt}")["metadata"]["quantization"] == {"mode": "dynamic"}
+    for fmt, weights in (("onnx", "uint8"), ("tflite", "int8")):
+        assert (describe(tmp_path / f"model-int8-dynamic.{fmt}")["metadata"]["quantization"]
+                == {"mode": "dynamic", "weights": weights})
 
 
 def test_a_fitted_last_classifier_exports_directly(tmp_path, tiny_last, digits_data):

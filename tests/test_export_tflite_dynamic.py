@@ -47,7 +47,7 @@ def test_a_dynamic_file_is_the_fp32_graph_with_int8_weights_and_hybrid_kernels(t
     info = describe(path)
     assert info["ops"] == ["FULLY_CONNECTED", "FULLY_CONNECTED"]
     assert [t["dtype"] for t in info["inputs"] + info["outputs"]] == ["float32", "float32"]
-    assert info["metadata"]["precision"] == "int8" and info["metadata"]["quantization"] == {"mode": "dynamic"}
+    assert info["metadata"]["precision"] == "int8" and info["metadata"]["quantization"] == {"mode": "dynamic", "weights": "int8"}
     assert "int8 dynamic" in summary_lines(info)[0]
     flat, graph, tensors = _graph(path)
     T = tfl.TensorType
@@ -219,7 +219,7 @@ def test_cli_dynamic_export_without_data_checks_the_hybrid_graph(tmp_path, capsy
     assert main([*argv, "--json"]) == 0
     result = json.loads(capsys.readouterr().out)
     assert result["check_rows"] == "synthetic" and result["parity"]["within_integer_graph_tolerance"]
-    assert result["file"]["metadata"]["quantization"] == {"mode": "dynamic"}
+    assert result["file"]["metadata"]["quantization"] == {"mode": "dynamic", "weights": "int8"}
     assert main([*argv, "--calibration", "digits"]) == 0  # rows for the check only
     text = capsys.readouterr().out
     assert "int8 dynamic" in text and "held out from digits" in text

@@ -12,9 +12,7 @@ from test_runtime_backends import blobs, export, prototype_model
 
 from lastedge.cli import main
 from lastedge.runtime import bench, format_table, load
-from lastedge.runtime.bench import cpu_model, int8_dot_product, statistics
-
-bench_module = sys.modules["lastedge.runtime.bench"]  # the package's ``bench`` is the function
+from lastedge.runtime.bench import statistics
 
 ROW_KEYS = {"schema", "file", "file_size_bytes", "backend", "precision", "threads", "n_features",
             "n_outputs", "macs_per_sample", "load_ms", "first_inference_us", "rss_load_mib",
@@ -119,40 +117,6 @@ def test_format_table_has_one_line_per_file_and_batch(paths):
     assert len(lines) == 2 + 2 * len(paths)
     assert "p50 us" in lines[1] and "numpy" in lines[2]
     assert "int8 dot product: " in lines[0]
-
-
-X86_AVX2 = "processor\t: 0\nmodel name\t: AMD EPYC\nflags\t\t: fpu sse2 avx avx2 fma\n"
-X86_VNNI = "processor\t: 0\nflags\t\t: fpu avx2 avx512f avx512_vnni\n"
-PI4 = "processor\t: 0\nFeatures\t: fp asimd evtstrm crc32 cpuid\nCPU part\t: 0xd08\n"
-PI5 = ("processor\t: 0\nFeatures\t: fp asimd evtstrm aes pmull sha1 sha2 crc32 atomics fphp asimdhp "
-       "cpuid asimdrdm lrcpc dcpop asimddp\n")
-
-
-@pytest.mark.parametrize("cpuinfo, expected", [
-    (X86_AVX2, False), (X86_VNNI, True), (PI4, False), (PI5, True),
-    (X86_AVX2 + X86_VNNI, True),  # any processor that has it
-    ("processor\t: 0\nmodel name\t: something\n", None), ("", None), (None, None),
-])
-def test_int8_dot_product_is_read_from_the_cpu_features(cpuinfo, expected):
-    assert int8_dot_product(cpuinfo) is expected
-
-
-def test_cpu_model_is_the_model_name_line_else_the_platform(monkeypatch):
-    monkeypatch.setattr(bench_module, "_read", lambda path: None)  # no device tree, as on x86
-    assert cpu_model(X86_AVX2) == "AMD EPYC"
-    assert cpu_model(PI4) and cpu_model(None)  # the platform: never empty
-
-
-PI3_32BIT = ("processor\t: 0\nmodel name\t: ARMv7 Processor rev 4 (v7l)\nFeatures\t: half thumb neon\n"
-             "Hardware\t: BCM2835\nRevision\t: a02082\nModel\t\t: Raspberry Pi 3 Model B Rev 1.2\n")
-
-
-def test_cpu_model_names_a_pi_by_its_board(monkeypatch):
-    """A 32-bit Pi OS names every Pi's CPU "ARMv7 Processor rev 4 (v7l)", which bench printed."""
-    monkeypatch.setattr(bench_module, "_read", lambda path: None)  # a container: no device tree
-    assert cpu_model(PI3_32BIT) == "Raspberry Pi 3 Model B Rev 1.2"
-    monkeypatch.setattr(bench_module, "_read", lambda path: "Raspberry Pi 5 Model B Rev 1.0\x00")
-    assert cpu_model(PI5) == "Raspberry Pi 5 Model B Rev 1.0"
 
 
 def test_cli_bench_table_and_json(paths, capsys):

@@ -377,6 +377,19 @@ def test_an_n_atoms_that_is_no_positive_integer_in_metadata_is_refused(n_atoms):
     assert parse_header(_header_text(n_atoms=7), "m.onnx").n_atoms == 7
 
 
+@pytest.mark.parametrize("quantization, message", [
+    ("dynamic", "quantization must be an object or null, got 'dynamic'"),
+    ({"mode": "dynamic", "weights": "int4"}, 'quantization.weights must be "uint8" or "int8", got \'int4\''),
+    ({"mode": "static", "weights": 8}, 'quantization.weights must be "uint8" or "int8", got 8'),
+])
+def test_a_quantization_or_weight_type_that_is_not_the_contracts_is_refused(quantization, message):
+    """The weight type decides whether the runtime warns of saturating int8 kernels."""
+    with pytest.raises(ValueError, match=f"m.onnx: metadata {re.escape(message)}"):
+        parse_header(_header_text(quantization=quantization), "m.onnx")
+    assert parse_header(_header_text(quantization={"mode": "dynamic"}), "m.onnx").weights is None  # older files
+    assert parse_header(_header_text(quantization={"mode": "dynamic", "weights": "int8"}), "m.onnx").weights == "int8"
+
+
 def test_json_with_an_integer_of_too_many_digits_is_refused_as_corrupt(paths, tmp_path):
     """Python refuses integers of over 4300 digits with a bare ValueError advising
     sys.set_int_max_str_digits(), which named no file."""
