@@ -1,7 +1,7 @@
 """The figures of the paper-reproduction benchmark: accuracy against N, objective against time and
-the 2-atom feature plane; atoms as images come from the product (``lastedge.figures``).
+the 2-atom feature plane; atoms as images come from the product (``lastedge.runtime.figures``).
 
-Each function takes plain Python / numpy data and writes one PNG through ``lastedge.figures``
+Each function takes plain Python / numpy data and writes one PNG through ``lastedge.runtime.figures``
 (Agg canvas, no pyplot; written to a temporary name and renamed, so a reader never sees half a PNG).
 """
 
@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from lastedge.figures import atoms_as_images, new_figure, save_figure
+from lastedge.runtime.figures import atoms_as_images, new_figure, save_figure
 
 try:
     from matplotlib.colors import to_rgba

@@ -31,7 +31,7 @@ from sklearn.svm import SVC, LinearSVC
 from threadpoolctl import threadpool_limits
 
 from lastedge.runtime import Preprocess
-from lastedge.figures import check_figure_path
+from lastedge.runtime.figures import check_figure_path
 from lastedge.runtime.model import check_output_path, write_atomically
 from lastedge.train import LASTClassifier, SGDSoftThresholdClassifier
 from lastedge.train.base import root_mean_square_norm

@@ -298,9 +298,9 @@ def _minus_ovr(members: list[dict[str, Any]], ovr: dict[tuple[str, int, int, int
 
 def plot(rows: list[dict[str, Any]], path: Path) -> None:
     """Test error against MACs per sample, a subplot per data set, a line per method (its median over
-    seeds, bars: range); failed fits are left out. Written atomically (``lastedge.figures``)."""
+    seeds, bars: range); failed fits are left out. Written atomically (``lastedge.runtime.figures``)."""
     from figures import method_styles
-    from lastedge.figures import new_figure, save_figure
+    from lastedge.runtime.figures import new_figure, save_figure
     from matplotlib.ticker import NullFormatter
 
     done = [row for row in rows if row.get("error_pct") is not None]

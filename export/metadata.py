@@ -11,7 +11,7 @@ import dataclasses
 import json
 from typing import Any
 
-from lastedge import __version__
+from lastedge.runtime import __version__
 from lastedge.runtime import Model
 from lastedge.runtime.files import parse_header
 

@@ -130,7 +130,7 @@ def build_graph(model: Model, *, form: str = "matmul", with_preprocessing: bool 
 def _finish(proto: Any, metadata: dict[str, Any], model: Model) -> Any:
     """Set producer, doc string and the ``lastedge`` metadata, then check the model strictly."""
     onnx = _onnx()
-    from lastedge import __version__
+    from lastedge.runtime import __version__
 
     proto.producer_name, proto.producer_version = PRODUCER, __version__
     proto.doc_string = (

@@ -4,6 +4,8 @@ Imports numpy only; onnxruntime or a TFLite interpreter is imported lazily when 
 is loaded.
 """
 
+__version__ = "0.1.0"  # the distribution's version (pyproject.toml reads it from here)
+
 from .backends import Predictor, SignedWeightsWarning
 from .bench import bench, format_table
 from .loading import load

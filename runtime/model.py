@@ -33,7 +33,7 @@ _BLOCK_VALUES = 1 << 22  # 16 MiB of float32 per intermediate [rows, width]
 
 
 def _library_version() -> str:
-    from lastedge import __version__
+    from . import __version__
 
     return __version__
 

@@ -490,7 +490,7 @@ def test_predict_compares_labels_by_value_whatever_their_text(capsys, tmp_path, 
     accuracies = [json.loads(run(capsys, "predict", tiny_model_file, "--data", tmp_path / name, "--json")[1])
                   ["accuracy"] for name in ("ints.csv", "floats.csv")]
     assert accuracies[0] == accuracies[1] > 0.3
-    from lastedge.runtime.commands import as_class_labels
+    from lastedge.cli.predict import as_class_labels
 
     assert as_class_labels(np.array([7.0, 1.0]), np.array(["1", "7"])).tolist() == ["7", "1"]
     assert as_class_labels(np.array(["7", "1"]), np.array([1, 7])).tolist() == [7, 1]
@@ -508,7 +508,7 @@ def test_inspect_shows_a_model_whose_metadata_holds_the_unexpected(capsys, tmp_p
 
 
 def test_confusion_counts_true_labels_the_model_does_not_know():
-    from lastedge.runtime.commands import _most_confused, confusion
+    from lastedge.cli.predict import _most_confused, confusion
 
     names, matrix = confusion(np.array(["b", "a", "a", "zebra"]), np.array(["b", "b", "a", "a"]),
                               np.array(["a", "b"]))
@@ -565,7 +565,7 @@ def test_console_script_help():
         assert command in result.stdout
 
 
-@pytest.mark.parametrize("where", ["lastedge.cli.build_parser", "lastedge.inspect_cmd.model_info"],
+@pytest.mark.parametrize("where", ["lastedge.cli.app.build_parser", "lastedge.cli.inspect.model_info"],
                          ids=["importing-the-commands", "running"])
 def test_ctrl_c_is_one_line_and_status_130(capsys, tiny_model_file, monkeypatch, where):
     def interrupted(*args, **kwargs):
@@ -638,8 +638,30 @@ def test_json_text_writes_every_non_finite_number_as_null():
     every command's --json goes through json_text."""
     import json
 
-    from lastedge.cli import json_text
+    from lastedge.cli.common import json_text
 
     value = {"a": float("nan"), "b": [1.5, float("inf"), {"c": -float("inf")}], "d": (2, "x"), "e": True}
     assert json.loads(json_text(value), parse_constant=pytest.fail) == {
         "a": None, "b": [1.5, None, {"c": None}], "d": [2, "x"], "e": True}
+
+
+def test_debug_shows_the_traceback_of_a_user_error(tmp_path, monkeypatch, capsys):
+    missing = str(tmp_path / "missing.npz")
+    assert main(["inspect", missing]) == 1
+    assert capsys.readouterr().err.count("\n") == 1
+    with pytest.raises(FileNotFoundError):
+        main(["--debug", "inspect", missing])
+    monkeypatch.setenv("LASTEDGE_DEBUG", "1")
+    with pytest.raises(FileNotFoundError):
+        main(["inspect", missing])
+
+
+@pytest.mark.parametrize("bug", [TypeError("unsupported operand"), KeyError("n_atoms")])
+def test_a_bug_in_a_command_is_not_reported_as_a_user_error(tmp_path, monkeypatch, bug):
+    def broken(path):
+        raise bug
+
+    monkeypatch.setattr("lastedge.runtime.files.sniff", broken)
+    (tmp_path / "m.npz").write_bytes(b"PK")
+    with pytest.raises(type(bug)):
+        main(["inspect", str(tmp_path / "m.npz")])

@@ -10,7 +10,7 @@ pytest.importorskip("matplotlib", reason="the figures need the plot extra")
 
 from test_cli import run
 
-import lastedge.figures as figures
+import lastedge.runtime.figures as figures
 from lastedge.runtime import Model
 
 

@@ -171,7 +171,7 @@ def test_inspect_names_the_weight_type(files, capsys):
 def test_a_failed_signed_export_on_a_cpu_without_vnni_says_to_drop_the_option(monkeypatch, cpuinfo, drop):
     import argparse
 
-    from lastedge.export.commands import _int8_hint
+    from lastedge.cli.export import _int8_hint
     from lastedge.runtime import cpu
 
     monkeypatch.setattr(cpu, "read_cpuinfo", lambda: cpuinfo)

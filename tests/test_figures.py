@@ -1,4 +1,4 @@
-"""Product figures (``lastedge.figures``): atoms as images, a model's strongest atoms, atomic writing."""
+"""Product figures (``lastedge.runtime.figures``): atoms as images, a model's strongest atoms, atomic writing."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import pytest
 
 pytest.importorskip("matplotlib", reason="the figures need the plot extra")
 
-from lastedge.figures import (_atom_images, atoms_as_images, confusion_chart, latency_chart, model_atoms,
+from lastedge.runtime.figures import (_atom_images, atoms_as_images, confusion_chart, latency_chart, model_atoms,
                               parse_image_shape, strongest_atoms)
 from lastedge.runtime import Model
 
@@ -94,7 +94,7 @@ def test_atoms_as_images_grayscale_with_captions(tmp_path):
 def test_one_atom_leaves_room_for_the_titles(tmp_path):
     from PIL import Image
 
-    from lastedge.figures import DPI, MIN_ATOMS_WIDTH
+    from lastedge.runtime.figures import DPI, MIN_ATOMS_WIDTH
 
     atoms_as_images({"class 0: 1 of its 3 atoms": np.ones((64, 1))}, (8, 8), tmp_path / "one.png",
                     "strongest atoms per output")
@@ -159,7 +159,7 @@ def test_confusion_chart(tmp_path):
 
 def test_a_figure_is_drawn_before_its_temporary_file_exists(tmp_path):
     """A process killed while drawing (SIGTERM; many atoms take minutes) leaves no temporary file."""
-    from lastedge.figures import new_figure, save_figure
+    from lastedge.runtime.figures import new_figure, save_figure
 
     fig = new_figure((2.0, 2.0))
     fig.subplots().plot([0, 1])
@@ -174,7 +174,7 @@ def test_atoms_placed_by_hand_keep_the_page_of_the_inch_grid(tmp_path):
     classes), on the page it had: a cell per atom, a title per label, one above all."""
     import struct
 
-    from lastedge.figures import ATOM_CELL, BLOCK_TITLE, DPI, FIGURE_TITLE, MIN_ATOMS_WIDTH
+    from lastedge.runtime.figures import ATOM_CELL, BLOCK_TITLE, DPI, FIGURE_TITLE, MIN_ATOMS_WIDTH
 
     dictionaries = {f"class {i}": np.random.default_rng(i).normal(size=(16, 1 + i % 3)) for i in range(40)}
     path = atoms_as_images(dictionaries, (4, 4), tmp_path / "many.png", "atoms")

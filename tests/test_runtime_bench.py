@@ -221,7 +221,7 @@ def test_cli_bench_shows_progress_on_a_terminal_and_keeps_json_clean(paths, caps
 
 
 def test_cli_bench_shows_progress_of_long_timing_off_a_terminal(paths, capsys, monkeypatch):
-    from lastedge.runtime import commands
+    from lastedge.cli import bench as commands
 
     monkeypatch.setattr(commands, "LONG_BENCH_S", 0.01)  # as 5 s of timing would
     assert main(["bench", str(paths["m.npz"]), "--seconds", "0.02", "--batch", "1,2"]) == 0
@@ -267,7 +267,7 @@ def test_ctrl_c_keeps_the_batch_sizes_timed_in_full(paths):
 
 
 def test_cli_bench_interrupted_prints_what_it_timed_and_exits_130(paths, capsys, monkeypatch):
-    import lastedge.runtime.commands as commands
+    import lastedge.cli.bench as commands
 
     monkeypatch.setattr(commands, "_show_progress", _interrupt_at(64))
     assert main(["bench", str(paths["m.npz"]), "--runs", "5", "--batch", "1,8,64", "--json"]) == 130

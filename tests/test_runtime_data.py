@@ -221,7 +221,7 @@ def test_npz_labels_that_no_model_can_hold_are_refused_before_training(tmp_path,
 
 def test_text_labels_name_numeric_classes_by_value_beside_labels_the_model_does_not_know():
     """One unknown label among "0", "7.0", "1" kept them all text: predict scored every row wrong."""
-    from lastedge.runtime.commands import as_class_labels
+    from lastedge.cli.predict import as_class_labels
 
     labels = as_class_labels(np.array(["0", "7.0", "x", " 1", "nan"]), np.array([0, 1, 7]))
     assert labels.tolist() == [0, 7, "x", 1, "nan"]

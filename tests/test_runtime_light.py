@@ -52,6 +52,8 @@ def test_plain_pip_install_pulls_numpy_only(tmp_path):
                              check=True, capture_output=True, text=True, cwd=tmp_path).stdout
     assert "Apache License" in licence and "Version 2.0, January 2004" in licence  # the text pyproject declares
     assert _heavy_modules_after_import(python, tmp_path, cwd=tmp_path) == []
+    # from the checkout's root too: its folders (train/, cli/, ...) never shadow the installed package
+    assert _heavy_modules_after_import(python, tmp_path, cwd=source) == []
     _check_device_commands(tmp_path / "venv" / "bin" / "lastedge", tmp_path)
 
 

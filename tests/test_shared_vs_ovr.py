@@ -194,11 +194,11 @@ def test_train_device_quick_run_times_every_device(tmp_path, capsys):
 
 def test_plot_draws_every_method_and_leaves_failed_fits_out(shared_vs_ovr, tmp_path, monkeypatch):
     pytest.importorskip("matplotlib")
-    import lastedge.figures
+    import lastedge.runtime.figures
 
     drawn = {}
-    real_save = lastedge.figures.save_figure
-    monkeypatch.setattr(lastedge.figures, "save_figure",
+    real_save = lastedge.runtime.figures.save_figure
+    monkeypatch.setattr(lastedge.runtime.figures, "save_figure",
                         lambda fig, path: (drawn.update(fig=fig), real_save(fig, path))[1])
     rows = [{**_row("shared", seed, 1.0 + seed / 10, k), "label": f"method {k}", "total_atoms": total,
              "macs_per_sample": 1000 * total} for k in range(7) for seed in (0, 1) for total in (100, 200)]

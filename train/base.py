@@ -13,7 +13,7 @@ from sklearn.base import BaseEstimator, ClassifierMixin, ClassNamePrefixFeatures
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from lastedge import __version__
+from lastedge.runtime import __version__
 from lastedge.runtime import Model, Preprocess
 from lastedge.runtime.model import FLOAT32_MAX, check_input, in_row_blocks
 

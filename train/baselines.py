@@ -24,7 +24,7 @@ from sklearn.model_selection import StratifiedKFold, cross_val_score
 from sklearn.svm import LinearSVC
 from sklearn.utils.validation import check_random_state
 
-from lastedge import __version__
+from lastedge.runtime import __version__
 from lastedge.runtime import Model, Preprocess
 
 from .base import ModelBackedClassifier, recorded_params, validate_fit_data

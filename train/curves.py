@@ -11,7 +11,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from lastedge.figures import new_figure, save_figure
+from lastedge.runtime.figures import new_figure, save_figure
 
 from .last import LASTClassifier
 from .sgd import SGDSoftThresholdClassifier

@@ -1,4 +1,4 @@
-"""CLI commands of the export part (``lastedge export``)."""
+"""``lastedge export``: write a model as an ONNX or TFLite file and prove its parity."""
 
 from __future__ import annotations
 
@@ -8,7 +8,9 @@ import platform
 from pathlib import Path
 from typing import Any
 
-from .describe import summary_lines
+from lastedge.export.describe import summary_lines
+
+from .common import CommandError, json_text
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -61,7 +63,7 @@ def _check_options(args: argparse.Namespace) -> None:
 
 
 def _export(args: argparse.Namespace, model: Any, calibration: Any, path: Path) -> None:
-    from . import to_onnx, to_tflite
+    from lastedge.export import to_onnx, to_tflite
 
     if args.format == "tflite":
         to_tflite(model, path, int8=args.int8, calibration=calibration, dynamic=args.dynamic,
@@ -75,9 +77,8 @@ def _export_checked(args: argparse.Namespace, model: Any, rows: Any, out: Path) 
     """Write the file beside ``out`` as ``STEM.rejected.SUFFIX``, prove its parity, and only then
     move it to ``out``: an existing ``out`` survives a file that fails, which stays for inspection
     under its ``rejected`` name (and is named in the error)."""
-    from lastedge.cli import CommandError
 
-    from . import ParityError, assert_parity
+    from lastedge.export import ParityError, assert_parity
 
     candidate = out.with_name(f"{out.stem}.rejected{out.suffix}")
     _export(args, model, rows.calibration if args.int8 and not args.dynamic else None, candidate)
@@ -120,12 +121,11 @@ def _int8_hint(args: argparse.Namespace) -> str:
 
 def run_export(args: argparse.Namespace) -> int:
     """``lastedge export``: write the file, prove its parity, describe it, print the figures."""
-    from lastedge.cli import json_text
     from lastedge.runtime import Model, check_output_path
 
-    from . import describe
-    from .backends import onnxruntime_ops
-    from .rows import load_rows
+    from lastedge.export import describe
+    from lastedge.export.backends import onnxruntime_ops
+    from lastedge.export.rows import load_rows
 
     _check_options(args)
     out = check_output_path(args.out, f".{args.format}", "--out")

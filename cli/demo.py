@@ -14,6 +14,8 @@ from typing import Any, Iterator, Sequence
 
 import numpy as np
 
+from .common import CommandError
+
 PREPROCESS = "center-l2"
 # Measured on digits (2 cores): Adam, 5 x 300 steps: 0.9 % error in 12 s CPU; L-BFGS, 5 x 100
 # steps: 3.3 % in 48 s.
@@ -131,7 +133,6 @@ def measure(name: str, estimator: Any, data: Any) -> tuple[str, ...]:
 def export_and_bench(model: Any, data: Any, folder: Path, settings: Settings) -> list[dict[str, Any]]:
     """Save ``model``, export it in every format and precision (when lastedge[export] is
     installed), print sizes and parity, then bench every file at batch 1; returns the bench rows."""
-    from lastedge.cli import CommandError
     from lastedge.export import ParityError, export_all
     from lastedge.runtime import bench, format_table
 
@@ -161,7 +162,7 @@ def draw_figures(last: Any, bench_rows: list[dict[str, Any]], folder: Path) -> N
     except ImportError:
         print("\nfigures skipped: matplotlib is not installed (pip install 'lastedge[plot]')")
         return
-    from lastedge.figures import latency_chart, model_atoms
+    from lastedge.runtime.figures import latency_chart, model_atoms
     from lastedge.train import plot_training_curve
 
     paths = [plot_training_curve(last, folder / "digits_training_curve.png"),

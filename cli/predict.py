@@ -1,4 +1,4 @@
-"""CLI commands of the runtime part, the ones a device runs (``lastedge predict``, ``lastedge bench``)."""
+"""``lastedge predict``: classify rows with a model file (any backend) and report accuracy."""
 
 from __future__ import annotations
 
@@ -9,16 +9,13 @@ from typing import Any
 
 import numpy as np
 
+from .common import add_image_size_option, json_text
+
 SHOWN_PREDICTIONS = 10
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
-    """Add this part's sub-commands to the ``lastedge`` parser."""
-    _register_predict(subparsers)
-    _register_bench(subparsers)
-
-
-def _register_predict(subparsers: argparse._SubParsersAction) -> None:
+    """Add ``predict`` to the ``lastedge`` parser."""
     p = subparsers.add_parser(
         "predict", help="classify rows with a model file and report accuracy",
         description="Classify rows with a model (.npz, or an exported .onnx/.tflite). Rows: "
@@ -48,131 +45,14 @@ def _register_predict(subparsers: argparse._SubParsersAction) -> None:
     p.set_defaults(func=run_predict)
 
 
-def add_image_size_option(parser: argparse.ArgumentParser, help_text: str) -> None:
-    """``--image-size HxW`` (height x width in pixels), shared by ``train`` and ``predict``."""
-    parser.add_argument("--image-size", type=_image_size, default=None, metavar="HxW", help=help_text)
-
-
-def _image_size(text: str) -> tuple[int, int]:
-    from .images import parse_image_size
-
-    try:
-        return parse_image_size(text)
-    except ValueError as err:
-        raise argparse.ArgumentTypeError(str(err)) from None
-
-
-def _register_bench(subparsers: argparse._SubParsersAction) -> None:
-    parser = subparsers.add_parser(
-        "bench", help="measure on-device latency of model files, side by side",
-        description="Load each FILE (.npz, .onnx, .tflite), time it in alternating rounds, and "
-                    "print one table (or --json: one object per file).")
-    parser.add_argument("files", nargs="+", metavar="FILE", help="model files to compare")
-    parser.add_argument("--threads", type=int, default=None,
-                        help="threads per backend (default 1, see the README section Threads); more "
-                             "than the usable cores is warned of, as it skews latency")
-    parser.add_argument("--batch", type=_int_list, default=[1], metavar="LIST",
-                        help="comma-separated batch sizes (default 1), e.g. 1,64")
-    budget = parser.add_mutually_exclusive_group()
-    budget.add_argument("--runs", type=int, default=None, help="timed calls per file and batch size")
-    budget.add_argument("--seconds", type=float, default=None,
-                        help="time per file and batch size instead (default 1.0)")
-    parser.add_argument("--warmup", type=int, default=10, help="untimed calls first (default 10)")
-    parser.add_argument("--cpus", type=_cpu_list, default=None, metavar="LIST",
-                        help="pin to these cores, e.g. 0 or 0-1 or 0,2 (emulates a small device)")
-    parser.add_argument("--backend", default=None,
-                        help="force a backend: numpy, onnxruntime, litert, tflite_runtime")
-    parser.add_argument("--json", action="store_true", help="print JSON, one object per file")
-    parser.add_argument("--quiet", action="store_true",
-                        help="no progress lines on stderr (shown on a terminal, or when a batch size "
-                             f"takes {LONG_BENCH_S:.0f} s or more)")
-    parser.add_argument("--plot", default=None, metavar="PATH",
-                        help="also draw the latencies (p50, p90, p99 per file and batch size) to this "
-                             ".png/.pdf/.svg file (needs matplotlib)")
-    parser.set_defaults(func=run_bench)
-
-
-def run_bench(args: argparse.Namespace) -> int:
-    from lastedge.cli import json_text
-
-    from .bench import BenchInterrupted, bench, format_table, oversubscription
-
-    if args.plot is not None:  # checked before measuring, which can take minutes
-        from lastedge.figures import check_figure_path
-
-        check_figure_path(args.plot)
-    warning = oversubscription(args.threads, args.cpus)
-    if warning is not None:  # the run proceeds: the user may mean to measure it
-        print(f"lastedge bench: warning: {warning}", file=sys.stderr, flush=True)
-    try:
-        rows = bench(args.files, batch_sizes=args.batch, runs=args.runs, seconds=args.seconds,
-                     warmup=args.warmup, threads=args.threads, backend=args.backend, cpus=args.cpus,
-                     progress=None if args.quiet else _show_progress)
-    except BenchInterrupted as stopped:  # Ctrl-C: print what was timed in full, then stop as interrupted
-        print(json_text(stopped.rows) if args.json else format_table(stopped.rows))
-        timed = ", ".join(str(b["batch_size"]) for b in stopped.rows[0]["batches"])
-        print(f"lastedge bench: interrupted; the results are those of batch size(s) {timed}", file=sys.stderr)
-        return 130
-    print(json_text(rows) if args.json else format_table(rows))
-    if args.plot is not None:
-        from lastedge.figures import latency_chart
-
-        chart = latency_chart(rows, args.plot)
-        if not args.json:
-            print(f"latency chart: {chart}")
-    return 0
-
-
-# Seconds of timing per batch size from which bench shows its progress even off a terminal (a log,
-# ``ssh pi lastedge bench ...``): many files, batch sizes and a long --seconds print nothing for minutes.
-LONG_BENCH_S = 5.0
-
-
-def _show_progress(line: str, expected_s: float | None) -> None:
-    """One progress line of ``bench`` on stderr, on a terminal or for long timing (stdout, the
-    table or the JSON, stays clean)."""
-    if sys.stderr.isatty() or (expected_s is not None and expected_s >= LONG_BENCH_S):
-        print(f"lastedge bench: {line}", file=sys.stderr, flush=True)
-
-
-def _int_list(text: str) -> list[int]:
-    try:
-        return [int(part) for part in text.split(",")]
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected comma-separated integers, got {text!r}") from None
-
-
-def _cpu_list(text: str) -> list[int]:
-    """'0', '0,2' or '0-3' (ranges and lists may mix) -> core numbers."""
-    cpus: list[int] = []
-    try:
-        for part in text.split(","):
-            first, _, last = part.partition("-")
-            cores = range(int(first), int(last or first) + 1)
-            if not cores:  # was pinned to no core at all: "cannot pin to cpus []"
-                raise argparse.ArgumentTypeError(f"{part} names no core: give the lower core first, "
-                                                 f"e.g. {last}-{first}")
-            if len(cores) > MAX_CPUS:
-                raise argparse.ArgumentTypeError(f"{part} names more than {MAX_CPUS} cores")
-            cpus += cores
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected cores like 0 or 0-1 or 0,2, got {text!r}") from None
-    return cpus
-
-
-MAX_CPUS = 4096  # Linux's largest CPU count; a longer range is a typo
-
-
 def run_predict(args: argparse.Namespace) -> int:
     """``lastedge predict``: classify rows, print accuracy (with labels) and predictions."""
-    from lastedge.cli import json_text
-
-    from .loading import load
-    from .model import check_output_path, labels_from_scores
+    from lastedge.runtime.loading import load
+    from lastedge.runtime.model import check_output_path, labels_from_scores
 
     out = None if args.out is None else check_output_path(args.out, ".csv", "--out", inputs={"--data": args.data})
     if args.plot is not None:
-        from lastedge.figures import check_figure_path
+        from lastedge.runtime.figures import check_figure_path
 
         if args.no_labels:
             raise ValueError("--plot draws the confusion matrix, which needs labels; drop --no-labels")
@@ -197,7 +77,7 @@ def run_predict(args: argparse.Namespace) -> int:
         _write_predictions(out, predictor.classes, labels, scores, files)
         result["out"] = str(out)
     if args.plot is not None:
-        from lastedge.figures import confusion_chart
+        from lastedge.runtime.figures import confusion_chart
 
         title = f"{Path(args.model).name} on {source}: accuracy {result['accuracy']:.2%}"
         result["figure"] = str(confusion_chart(matrix, names, args.plot, title))
@@ -225,7 +105,7 @@ def as_class_labels(y: np.ndarray, classes: np.ndarray) -> np.ndarray:
         whole = y.dtype.kind == "f" and np.all(np.mod(y, 1) == 0)
         return (y.astype(np.int64) if whole else y).astype(str)
     if classes.dtype.kind in "biuf" and y.dtype.kind == "U":
-        from .data import DECIMAL
+        from lastedge.runtime.data import DECIMAL
 
         by_value = {float(c): c for c in classes.tolist()}
         return np.array([by_value.get(float(text), text) if DECIMAL.fullmatch(text.strip()) else text
@@ -262,7 +142,7 @@ def _write_predictions(path: Path, classes: np.ndarray, labels: np.ndarray, scor
     import csv
     import io
 
-    from .model import write_atomically
+    from lastedge.runtime.model import write_atomically
 
     names = ["score"] if scores.ndim == 1 else [f"score_{c}" for c in classes.tolist()]
     text = io.StringIO()
@@ -295,8 +175,8 @@ def _predict_rows(args: argparse.Namespace, n_features: int, image_size: tuple[i
                   ) -> tuple[np.ndarray, np.ndarray | None, str, list[str] | None]:
     """(X, labels or None, description, image file names or None) for ``predict --data``; images
     are scaled to ``image_size`` (height, width) when given."""
-    from .data import is_image_folder, load_csv, load_dataset
-    from .images import IMAGE_SUFFIXES, class_folders, image_files, read_images
+    from lastedge.runtime.data import is_image_folder, load_csv, load_dataset
+    from lastedge.runtime.images import IMAGE_SUFFIXES, class_folders, image_files, read_images
 
     path = Path(args.data)
     is_csv = args.data == "-" or path.suffix.lower() == ".csv"

@@ -14,6 +14,8 @@ import argparse
 from pathlib import Path
 from typing import Any, Iterable
 
+from .common import install_hint, json_text
+
 MAX_CLASSES_SHOWN = 12
 # Trainer params that say how a fit was run, not what model it made: left out of the text (--json
 # keeps every param), as are params set to None (a default chosen at fit time, e.g. inner_iter).
@@ -45,7 +47,6 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 def run_inspect(args: argparse.Namespace) -> int:
     """``lastedge inspect``: describe FILE as text or JSON."""
-    from lastedge.cli import json_text
     from lastedge.runtime.files import sniff
 
     path = Path(args.file)
@@ -85,7 +86,6 @@ def _exported_info(path: Path, kind: str) -> tuple[dict[str, Any], list[str]]:
         missing = (err.name or "").split(".")[0]
         if missing not in ("onnx", "tflite", "flatbuffers"):
             raise
-    from lastedge.cli import install_hint
     from lastedge.runtime import load
 
     graph = f"not shown: {missing} is not installed ({install_hint(missing)})"
@@ -113,7 +113,6 @@ def _onnx_bytes_info(path: Path, graph: str) -> dict[str, Any]:
     """What an ONNX file's bytes say (``runtime.onnx_metadata``), where neither onnx nor
     onnxruntime is installed: the same fields as an interpreter's, no backend, and a graph line
     saying what running the file needs."""
-    from lastedge.cli import install_hint
     from lastedge.runtime.model import count_macs
     from lastedge.runtime.onnx_metadata import read_onnx_summary
 
@@ -152,7 +151,7 @@ def _runtime_lines(info: dict[str, Any]) -> list[str]:
 
 
 def _draw_atoms(path: Path, args: argparse.Namespace) -> Path:
-    from lastedge.figures import model_atoms, parse_image_shape
+    from lastedge.runtime.figures import model_atoms, parse_image_shape
     from lastedge.runtime import Model
 
     shape, channels_first = (None, False) if args.image_shape is None else parse_image_shape(args.image_shape)

@@ -1,4 +1,4 @@
-"""CLI command of the training part (``lastedge train``)."""
+"""``lastedge train``: fit LAST or its SGD/Adam baseline on a data file and save the model."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from lastedge.runtime.commands import add_image_size_option
+from .common import add_image_size_option, json_text
 
 METHODS = ("last", "sgd", "adam")
 PREPROCESS = ("none", "l2", "center-l2", "standardize")
@@ -118,13 +118,12 @@ def run_train(args: argparse.Namespace) -> int:
     """``lastedge train``: fit, report, save."""
     from sklearn.exceptions import ConvergenceWarning
 
-    from lastedge.cli import json_text
-    from lastedge.figures import check_figure_path
-    from lastedge.inspect_cmd import field_lines
+    from lastedge.runtime.figures import check_figure_path
+    from .inspect import field_lines
     from lastedge.runtime import check_output_path
     from lastedge.runtime.data import load_dataset
 
-    from .curves import plot_training_curve, training_curve
+    from lastedge.train.curves import plot_training_curve, training_curve
 
     out = check_output_path(args.out, ".npz", "--out", inputs={"--data": args.data})
     figure = None if args.plot is None else check_figure_path(args.plot)
@@ -195,7 +194,7 @@ def run_train(args: argparse.Namespace) -> int:
 
 def step_trials_notice(estimator: Any) -> str:
     """What an SGD/Adam fit does before its progress bar shows: one trial run per step size."""
-    from .sgd import step_trials
+    from lastedge.train.sgd import step_trials
 
     steps, trial_iter = step_trials(estimator)
     return (f"lastedge train: choosing the step size: {len(steps)} trial runs of "
@@ -206,7 +205,7 @@ def step_trials_notice(estimator: Any) -> str:
 def _interrupted_sgd_record(estimator: Any) -> dict[str, Any]:
     """What an SGD/Adam fit stopped by its monitor kept, for the summary and the model's metadata:
     the final run's steps, or (no ``history_``: stopped in the step trials) the trial run kept."""
-    from .sgd import step_trials
+    from lastedge.train.sgd import step_trials
 
     if estimator.history_:
         return {"after_step": int(estimator.n_iter_), "max_iter": int(estimator.max_iter)}
@@ -255,8 +254,8 @@ class StopOnInterrupt:
 
 def make_estimator(args: argparse.Namespace) -> Any:
     """The estimator the ``train`` arguments ask for (options of the other method are refused)."""
-    from . import LASTClassifier, SGDSoftThresholdClassifier
-    from .params import max_threads
+    from lastedge.train import LASTClassifier, SGDSoftThresholdClassifier
+    from lastedge.train.params import max_threads
 
     if not 1 <= args.threads <= max_threads():  # far more threads crash torch's thread pool
         raise ValueError(f"--threads must be in [1, {max_threads()}] (64 per core, at least 256), "
@@ -301,7 +300,7 @@ def choose_on_holdout(estimator: Any, grid: dict[str, list[float]], X: np.ndarra
     from sklearn.exceptions import ConvergenceWarning
     from sklearn.model_selection import ParameterGrid
 
-    from .selection import candidate_grid, choose_params, holdout_split
+    from lastedge.train.selection import candidate_grid, choose_params, holdout_split
 
     for params in ParameterGrid(grid):  # a bad value is named before any fit, not after some
         clone(estimator).set_params(**params)._check_params()
@@ -347,7 +346,7 @@ def _check_finite(data: Any) -> None:
 
 def _image_shape(text: str) -> tuple[int, ...]:
     """``--image-shape``: HxW or HxWx3 (channels last, the layout every lastedge reader gives)."""
-    from lastedge.figures import parse_image_shape
+    from lastedge.runtime.figures import parse_image_shape
 
     try:
         shape, channels_first = parse_image_shape(text)
@@ -396,7 +395,7 @@ def _evaluate(estimator: Any, data: Any) -> dict[str, Any]:
 
 
 def _summary_fields(summary: dict[str, Any]) -> list[tuple[str, str]]:
-    from lastedge.inspect_cmd import grid_stop_text, selection_text
+    from .inspect import grid_stop_text, selection_text
 
     data, metrics, model = summary["data"], summary["metrics"], summary["model"]
     test = metrics["test_accuracy"]

@@ -1,45 +1,31 @@
-"""The ``lastedge`` command: one sub-command per user task, each registered by the part that owns it.
+"""The ``lastedge`` command: one sub-command per user task, one module of this package each.
 
-Every part (train, export, runtime) has a ``commands.py`` with ``register(subparsers)``; each
-sub-command sets ``func(args) -> int``. Errors a user can cause (bad data, bad files, a missing
-extra) print one line to stderr and exit non-zero, without a traceback.
+Each command module has ``register(subparsers)``, whose sub-command sets ``func(args) -> int``.
+Errors a user can cause (bad data, bad files, a missing extra) print one line to stderr and exit
+non-zero, without a traceback; ``--debug`` (or ``LASTEDGE_DEBUG=1``) shows the traceback, and
+errors that can only be bugs (``TypeError``, ``KeyError``, ...) always do.
 """
 
 from __future__ import annotations
 
 import argparse
 import importlib
-import json
-import math
 import os
 import sys
 import warnings
 import zipfile
 from typing import Any, NoReturn, Sequence
 
-from lastedge import __version__
+from lastedge.runtime import __version__
 
-# The parts whose commands the CLI offers, in the order --help lists them.
-_COMMAND_MODULES = (
-    "lastedge.train.commands",
-    "lastedge.export.commands",
-    "lastedge.runtime.commands",
-    "lastedge.inspect_cmd",
-    "lastedge.demo",
-)
+from .common import EXTRA_OF_MODULE, CommandError, install_hint
 
-USER_ERRORS = (ValueError, TypeError, ImportError, OSError, zipfile.BadZipFile, KeyError)
+# The commands, in the order --help lists them (modules of this package).
+_COMMAND_MODULES = ("train", "export", "predict", "bench", "inspect", "demo")
 
-# Third-party module -> the extra that installs it, for "not installed" errors (pyproject.toml).
-EXTRA_OF_MODULE = {
-    "torch": "train", "sklearn": "train", "scipy": "train", "threadpoolctl": "train", "tqdm": "train",
-    "onnx": "export", "flatbuffers": "export", "tflite": "export",
-    "onnxruntime": "onnx", "ai_edge_litert": "tflite", "matplotlib": "plot", "PIL": "images",
-}
-
-
-class CommandError(Exception):
-    """An error a command reports to the user as one line."""
+# What a user's mistake raises; anything else is a bug, shown with its traceback.
+USER_ERRORS = (CommandError, ValueError, ImportError, OSError, zipfile.BadZipFile)
+DEBUG_VARIABLE = "LASTEDGE_DEBUG"
 
 
 class _Parser(argparse.ArgumentParser):
@@ -59,9 +45,11 @@ def build_parser() -> _Parser:
         description="Train LAST soft-threshold classifiers, export them, run and benchmark them.",
     )
     parser.add_argument("--version", action="version", version=f"lastedge {__version__}")
+    parser.add_argument("--debug", action="store_true",
+                        help=f"show the traceback of an error (also: {DEBUG_VARIABLE}=1)")
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name in _COMMAND_MODULES:
-        importlib.import_module(name).register(subparsers)
+        importlib.import_module(f"{__package__}.{name}").register(subparsers)
     parser.commands = subparsers.choices
     return parser
 
@@ -92,12 +80,10 @@ def _run(argv: Sequence[str] | None) -> int:
     except BrokenPipeError:  # the reader stopped early (``lastedge predict ... | head``): not an error
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # no second error at exit
         return 0
-    except MemoryError as err:  # a bare one from numpy or the OS, or one that says what to change
-        reason = _one_line(err) if str(err) else "out of memory (try smaller batches or data)"
-        print(f"lastedge {args.command}: error: {reason}", file=sys.stderr)
-        return 1
-    except (CommandError, *USER_ERRORS) as err:
-        print(f"lastedge {args.command}: error: {_one_line(err)}", file=sys.stderr)
+    except (MemoryError, *USER_ERRORS) as err:
+        if args.debug or os.environ.get(DEBUG_VARIABLE, "") not in ("", "0"):
+            raise
+        print(f"lastedge {args.command}: error: {_error_line(err)}", file=sys.stderr)
         return 1
 
 
@@ -118,9 +104,11 @@ def _escape_unprintable_output() -> None:
         reconfigure(errors="backslashreplace")
 
 
-def install_hint(module: str) -> str:
-    """The pip command that installs third-party ``module`` with its lastedge extra."""
-    return f"pip install 'lastedge[{EXTRA_OF_MODULE[module]}]'"
+def _error_line(err: BaseException) -> str:
+    """The one line that reports ``err``: a bare MemoryError (numpy's, the OS's) says what to change."""
+    if isinstance(err, MemoryError) and not str(err):
+        return "out of memory (try smaller batches or data)"
+    return _one_line(err)
 
 
 def _one_line(err: BaseException) -> str:
@@ -135,24 +123,3 @@ def _one_line(err: BaseException) -> str:
         return f"cannot open {err.filename}: {err.strerror[0].lower()}{err.strerror[1:]}"
     return str(err).splitlines()[0] if str(err) else type(err).__name__
 
-
-def json_text(value: Any) -> str:
-    """``value`` as indented JSON, every NaN or infinity written as null: ``json.dumps`` would
-    write them as ``NaN``/``Infinity``, which JSON readers refuse (a model's metadata, an
-    objective that overflowed, a parity error may hold one)."""
-    return json.dumps(_finite(value), indent=2)
-
-
-def _finite(value: Any) -> Any:
-    """``value`` with every float that is not finite replaced by None, in nested dicts and lists."""
-    if isinstance(value, float) and not math.isfinite(value):
-        return None
-    if isinstance(value, dict):
-        return {key: _finite(item) for key, item in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_finite(item) for item in value]
-    return value
-
-
-if __name__ == "__main__":  # pragma: no cover
-    sys.exit(main())
