@@ -27,5 +27,5 @@ fi
 
 cd "$root"
 "$venv/bin/python" -c 'import numpy, tflite_runtime; print("numpy", numpy.__version__, "tflite_runtime", tflite_runtime.__version__)'
-"$venv/bin/python" -m pytest -q -p no:cacheprovider tests/test_export_tflite_legacy.py tests/test_runtime_tflite_legacy.py \
-    tests/test_runtime_tflite_check.py
+"$venv/bin/python" -m pytest -q -p no:cacheprovider -m "" tests/export/test_tflite_legacy.py \
+    tests/runtime/test_tflite_legacy.py tests/runtime/test_tflite_check.py

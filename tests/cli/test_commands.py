@@ -1,0 +1,662 @@
+"""The ``lastedge`` command: train, predict, inspect, demo, and one-line errors."""
+
+from __future__ import annotations
+
+import io
+import json
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from lastedge.cli import main
+from lastedge.runtime import Model
+from lastedge.runtime.data import load_dataset
+
+TINY = ["--atoms", "2", "--max-dca-iter", "1", "--inner-iter", "10", "--quiet"]
+
+
+def write_digits_csv(path: Path, digits_data, with_labels: bool = True) -> Path:
+    """150 digits rows of classes 0-2 as CSV with a header; text labels ('zero', ...) first."""
+    keep = digits_data.y_train < 3
+    X = digits_data.X_train[keep][:150]
+    y = np.array(["zero", "one", "two"])[digits_data.y_train[keep][:150]]
+    first = (lambda label: [label]) if with_labels else (lambda label: [])
+    lines = [",".join(first("label") + [f"px{i}" for i in range(X.shape[1])])]
+    lines += [",".join(first(label) + [f"{v:g}" for v in row]) for row, label in zip(X, y)]
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+def test_train_predict_inspect_on_digits(run, capsys, tmp_path):
+    out_file = tmp_path / "m.npz"
+    code, out, err = run("train", "--data", "digits", *TINY, "--preprocess", "center-l2",
+                         "--out", out_file)
+    assert code == 0, err
+    for field in ("train accuracy", "test accuracy", "training time", "feature sparsity",
+                  "MACs/sample"):
+        assert field in out
+    assert "warning: DCA stopped at max_dca_iter=1" in err and len(err.splitlines()) == 1
+    model = Model.load(out_file)
+    assert model.n_atoms == 20 and model.preprocess.kind == "center-l2"
+    assert model.meta["data"]["test_rows"] == 450 and model.meta["params"]["random_state"] == 0
+    test_accuracy = model.meta["metrics"]["test_accuracy"]
+
+    code, out, _ = run("predict", out_file, "--data", "digits", "--plot", tmp_path / "confusion.png")
+    assert code == 0
+    assert out.splitlines()[0] == f"accuracy {test_accuracy:.2%} on 450 rows (digits, held-out part)"
+    assert out.splitlines()[1].startswith("most confused (true as predicted): ")
+    assert out.splitlines()[2].startswith("predictions (first 10 of 450): ")
+    assert (tmp_path / "confusion.png").read_bytes().startswith(b"\x89PNG")
+
+    code, out, _ = run("predict", out_file, "--data", "digits", "--json")
+    result = json.loads(out)
+    assert result["accuracy"] == pytest.approx(test_accuracy, abs=1e-5)
+    assert len(result["predictions"]) == 450 and set(result["predictions"]) <= set(range(10))
+    matrix = np.array(result["confusion"]["matrix"])
+    assert result["confusion"]["labels"] == list(range(10)) and matrix.sum() == 450
+    assert np.trace(matrix) / 450 == pytest.approx(result["accuracy"])
+
+    code, out, _ = run("inspect", out_file)
+    assert code == 0
+    assert "classes      10: 0, 1, 2" in out and f"MACs/sample  {model.macs_per_sample:,}" in out
+    assert "trainer      LASTClassifier" in out
+    info = json.loads(run("inspect", out_file, "--json")[1])
+    assert (info["n_atoms"], info["n_outputs"], info["n_features"]) == (20, 10, 64)
+    assert info["size_bytes"] == out_file.stat().st_size
+    assert info["meta"]["metrics"]["test_accuracy"] == test_accuracy
+
+
+def test_train_and_predict_on_csv_with_string_labels(run, capsys, tmp_path, digits_data, monkeypatch):
+    csv = write_digits_csv(tmp_path / "three.csv", digits_data)
+    model_file = tmp_path / "three.npz"
+    code, out, err = run("train", "--data", csv, "--label-column", "label", *TINY,
+                         "--out", model_file)
+    assert code == 0, err
+    assert "three: 112 train / 38 test rows, 64 features, 3 classes" in out
+    assert sorted(Model.load(model_file).classes.tolist()) == ["one", "two", "zero"]
+
+    code, out, _ = run("predict", model_file, "--data", csv, "--label-column", "0", "--json")
+    result = json.loads(out)
+    assert result["rows"] == 150 and set(result["predictions"]) <= {"zero", "one", "two"}
+    assert result["accuracy"] > 0.5  # three easy classes, even with 2 atoms each
+
+    rows = write_digits_csv(tmp_path / "rows.csv", digits_data, with_labels=False)
+    code, out, _ = run("predict", model_file, "--data", rows, "--no-labels",
+                       "--out", tmp_path / "predictions.csv")
+    assert code == 0 and "accuracy" not in out
+    assert out.startswith("predictions (first 10 of 150): ")
+
+    monkeypatch.setattr(sys, "stdin", io.StringIO(rows.read_text()))  # the same rows, piped in
+    code, out, _ = run("predict", model_file, "--data", "-", "--no-labels", "--json")
+    assert code == 0 and json.loads(out)["predictions"] == result["predictions"]
+
+    written = np.genfromtxt(tmp_path / "predictions.csv", delimiter=",", dtype=str)
+    classes = Model.load(model_file).classes.tolist()
+    assert written[0].tolist() == ["prediction", *(f"score_{c}" for c in classes)]
+    assert written[1:, 0].tolist() == result["predictions"]
+    scores = written[1:, 1:].astype(float)
+    np.testing.assert_array_equal(np.array(classes)[scores.argmax(axis=1)], written[1:, 0])
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("method", ["sgd", "adam"])
+def test_train_baselines(run, capsys, tmp_path, method):
+    code, out, err = run("train", "--data", "digits", "--atoms", "2", "--method", method,
+                         "--max-iter", "20", "--quiet", "--json", "--out", tmp_path / "b.npz")
+    assert code == 0, err
+    summary = json.loads(out)
+    assert 0 <= summary["metrics"]["test_accuracy"] <= 1
+    meta = Model.load(tmp_path / "b.npz").meta
+    assert meta["trainer"] == "SGDSoftThresholdClassifier" and meta["params"]["optimizer"] == method
+
+
+def test_train_one_shared_dictionary_with_weight_decay(run, capsys, tmp_path):
+    code, _, err = run("train", "--data", "digits", *TINY, "--atoms", "12", "--multiclass",
+                         "shared", "--hinge", "sum", "--mu", "0.5", "--json", "--out", tmp_path / "s.npz")
+    assert code == 0, err
+    model = Model.load(tmp_path / "s.npz")
+    assert model.n_atoms == 12  # --atoms counts all atoms of the one dictionary
+    assert np.all(np.count_nonzero(model.weights, axis=1) == 1)
+    params = model.meta["params"]
+    assert (params["multiclass"], params["hinge"], params["mu"]) == ("shared", "sum", 0.5)
+
+
+def test_train_shared_atoms_against_their_class_with_one_vs_all_hinges(run, capsys, tmp_path):
+    code, _, err = run("train", "--data", "digits", *TINY, "--atoms", "20", "--multiclass", "shared",
+                       "--atoms-against", "0.5", "--ovr-hinge-weight", "1", "--quiet", "--out", tmp_path / "s.npz")
+    assert code == 0, err
+    model = Model.load(tmp_path / "s.npz")
+    assert np.all(np.count_nonzero(model.weights, axis=1) == 1)
+    assert np.all((model.weights < 0).sum(axis=0) == 1) and np.all((model.weights > 0).sum(axis=0) == 1)
+    assert (model.meta["params"]["atoms_against"], model.meta["params"]["ovr_hinge_weight"]) == (0.5, 1.0)
+
+
+def test_train_shared_dictionary_in_independent_parts(run, capsys, tmp_path):
+    code, _, err = run("train", "--data", "digits", *TINY, "--atoms", "40", "--multiclass", "shared",
+                       "--sub-dictionaries", "2", "--quiet", "--out", tmp_path / "s.npz")
+    assert code == 0, err
+    model = Model.load(tmp_path / "s.npz")
+    assert model.n_atoms == 40 and np.all(np.count_nonzero(model.weights, axis=1) == 1)
+    assert model.meta["params"]["sub_dictionaries"] == 2
+
+
+def test_train_on_shifted_copies_of_npz_images(run, capsys, tmp_path, digits_data):
+    np.savez(tmp_path / "d.npz", X_train=digits_data.X_train, y_train=digits_data.y_train)
+    code, _, err = run("train", "--data", tmp_path / "d.npz", *TINY, "--atoms", "12",
+                       "--multiclass", "shared", "--image-shape", "8x8", "--shift-augment", "1",
+                       "--out", tmp_path / "s.npz")
+    assert code == 0, err
+    model = Model.load(tmp_path / "s.npz")
+    assert model.n_atoms == 12 and model.image_shape == (8, 8)  # declared shape recorded for predict/inspect
+    assert model.meta["params"]["shift_augment"] == 1
+    assert model.meta["data"]["train_rows"] == len(load_dataset(str(tmp_path / "d.npz")).X_train)  # no copies
+
+
+def test_train_with_early_stopping_draws_and_reports_the_curve(run, capsys, tmp_path):
+    code, out, err = run("train", "--data", "digits", "--atoms", "3", "--max-dca-iter", "3",
+                         "--inner-iter", "20", "--batch-size", "200", "--early-stopping", "--nu", "2",
+                         "--threads", "2", "--quiet", "--json", "--plot", tmp_path / "curve.png",
+                         "--out", tmp_path / "m.npz")
+    assert code == 0, err
+    summary = json.loads(out)
+    curve = summary["curve"]
+    assert [row["iteration"] for row in curve] == list(range(1, len(curve) + 1)) and 1 <= len(curve) <= 3
+    assert all(0 <= row["validation_accuracy"] <= 1 and row["objective"] > 0 for row in curve)
+    assert (tmp_path / "curve.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert summary["figure"] == str(tmp_path / "curve.png")
+    params = Model.load(tmp_path / "m.npz").meta["params"]
+    assert (params["early_stopping"], params["nu"], params["batch_size"], params["n_jobs"]) == (True, 2.0, 200, 2)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["curve.png", "m.npz"]  # no temp files left
+
+    code, out, err = run("train", "--data", "digits", "--atoms", "3", "--max-dca-iter", "2",
+                         "--inner-iter", "20", "--early-stopping", "--quiet", "--out", tmp_path / "m.npz")
+    assert code == 0, err
+    assert re.search(r"^hold-out accuracy  \d+\.\d\d%, kept DCA iteration [12] of [12]$", out, re.MULTILINE)
+
+
+def test_train_baseline_curve_as_svg(run, capsys, tmp_path):
+    code, out, err = run("train", "--data", "digits", "--atoms", "2", "--method", "adam",
+                         "--max-iter", "200", "--quiet", "--plot", tmp_path / "curve.svg",
+                         "--out", tmp_path / "b.npz")
+    assert code == 0, err
+    assert f"training curve    {tmp_path / 'curve.svg'}" in out
+    assert "<svg" in (tmp_path / "curve.svg").read_text()
+
+
+def test_train_chooses_mu_on_a_hold_out(run, capsys, tmp_path):
+    code, out, err = run("train", "--data", "digits", *TINY, "--mu", "0,1,10", "--json",
+                         "--out", tmp_path / "m.npz")
+    assert code == 0, err
+    selection = json.loads(out)["selection"]
+    accuracy = {row["mu"]: row["holdout_accuracy"] for row in selection["candidates"]}
+    assert list(accuracy) == [0, 1, 10] and selection["holdout_fraction"] == 0.1
+    assert accuracy[selection["chosen"]["mu"]] == max(accuracy.values())
+    meta = Model.load(tmp_path / "m.npz").meta
+    assert meta["params"]["mu"] == selection["chosen"]["mu"] and meta["selection"] == selection
+
+    loud = [a for a in TINY if a != "--quiet"]  # progress on: it must go to stderr, not into the JSON
+    code, out, err = run("train", "--data", "digits", *loud, "--mu", "0,1", "--json", "--out", tmp_path / "m.npz")
+    assert code == 0 and json.loads(out)["selection"]["holdout_fraction"] == 0.1
+    assert "choosing mu: 2 candidates, 1 split(s) each" in err and "candidate 2/2 mu=1.0: held-out accuracy" in err
+
+
+def test_train_chooses_the_shared_models_options_with_mu_on_one_hold_out(run, capsys, tmp_path):
+    code, out, err = run("train", "--data", "digits", *TINY, "--atoms", "20", "--multiclass", "shared",
+                         "--mu", "0.5", "--atoms-against", "0,0.5", "--ovr-hinge-weight", "0,1",
+                         "--out", tmp_path / "s.npz")
+    assert code == 0, err
+    meta = Model.load(tmp_path / "s.npz").meta
+    candidates = meta["selection"]["candidates"]
+    assert [(row["atoms_against"], row["ovr_hinge_weight"]) for row in candidates] == [(0, 0), (0, 1), (0.5, 0), (0.5, 1)]
+    chosen = meta["selection"]["chosen"]
+    best = max(candidates, key=lambda row: row["holdout_accuracy"])
+    assert chosen == {"atoms_against": best["atoms_against"], "ovr_hinge_weight": best["ovr_hinge_weight"]}
+    assert {name: meta["params"][name] for name in chosen} == chosen and meta["params"]["mu"] == 0.5
+    assert "hold-out choice" in out and "on 10% of the training rows; atoms_against=0 ovr_hinge_weight=0: " in out
+    code, out, _ = run("inspect", tmp_path / "s.npz")
+    assert code == 0 and f"hold-out choice  atoms_against={chosen['atoms_against']:g} " in out
+
+
+@pytest.mark.parametrize("value", ["0,1,1", "1,x", "-1", "nan"])
+def test_bad_mu_grid_is_a_usage_error(capsys, tmp_path, value):
+    with pytest.raises(SystemExit) as stop:
+        main(["train", "--data", "digits", *TINY, "--mu", value, "--out", str(tmp_path / "m.npz")])
+    assert stop.value.code == 2
+    assert "argument --mu: expected" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("fmt", ["onnx", "tflite"])
+def test_inspect_exported_files(export, run, capsys, tmp_path, tiny_model_file, fmt):
+    export = pytest.importorskip("lastedge.export")
+    for module in (("onnx", "onnxruntime") if fmt == "onnx" else ("flatbuffers", "ai_edge_litert")):
+        pytest.importorskip(module)
+    path = tmp_path / f"m.{fmt}"
+    getattr(export, f"to_{fmt}")(Model.load(tiny_model_file), path)
+    code, out, _ = run("inspect", path)
+    assert code == 0 and out.startswith(f"{path}: {fmt}") and "ops: " in out
+    info = json.loads(run("inspect", path, "--json")[1])
+    assert info["format"] == fmt and info["metadata"]["classes"] == list(range(10))
+    exported = json.loads(run("predict", path, "--data", "digits", "--json")[1])
+    original = json.loads(run("predict", tiny_model_file, "--data", "digits", "--json")[1])
+    assert exported["predictions"] == original["predictions"]
+    code, _, err = run("inspect", path, "--atoms", tmp_path / "atoms.png")
+    assert code == 1 and "--atoms draws a trained .npz model's dictionary" in err
+
+
+def test_inspect_draws_the_atoms(run, capsys, tmp_path, tiny_model_file):
+    code, out, err = run("inspect", tiny_model_file, "--atoms", tmp_path / "atoms.png", "--per-class", "3")
+    assert code == 0, err
+    assert re.search(r"^atoms figure +" + re.escape(str(tmp_path / "atoms.png")) + "$", out, re.MULTILINE)
+    assert (tmp_path / "atoms.png").read_bytes()[:4] == b"\x89PNG"
+    info = json.loads(run("inspect", tiny_model_file, "--json", "--atoms", tmp_path / "a.svg",
+                          "--image-shape", "4x16")[1])
+    assert info["atoms_figure"] == str(tmp_path / "a.svg") and "<svg" in (tmp_path / "a.svg").read_text()
+
+
+def test_demo_quick(run, capsys, tmp_path):
+    pytest.importorskip("onnxruntime")
+    pytest.importorskip("ai_edge_litert")
+    code, out, err = run("demo", "--quick", "--out", tmp_path)
+    assert code == 0, err
+    comparison, exports = out.split("export to")
+    assert "test error %" in comparison and "sparsity" in comparison
+    for method in ("LAST (4 atoms/class, K=2)", "SGD (4 atoms/class, 50 steps)", "LinearSVC"):
+        assert method in comparison
+    for name in ("digits.npz", "digits-fp32.onnx", "digits-int8.onnx", "digits-int8-dynamic.onnx",
+                 "digits-fp32.tflite", "digits-int8.tflite", "digits-int8-dynamic.tflite"):
+        assert (tmp_path / name).is_file()
+        assert len(re.findall(rf"^{re.escape(name)}\s", exports, re.M)) == 2  # export and bench rows
+    assert "p50 us" in exports and "demo took" in exports
+    figures = ("digits_training_curve.png", "digits_atoms.png", "digits_latency.png")
+    assert f"figures: {', '.join(figures)}" in exports
+    assert all((tmp_path / name).read_bytes()[:4] == b"\x89PNG" for name in figures)
+
+
+@pytest.mark.parametrize("out, message", [
+    ("/proc/lastedge-demo", r"cannot write /proc/lastedge-demo: folder /proc is not writable \(it does not accept new files\)"),
+    ("{d}/notes.txt", r"--out .*notes.txt is a file, not a folder"),
+    ("{d}/notes.txt/sub", r"--out .*notes.txt/sub: .*notes.txt is a file, not a folder"),
+], ids=["proc", "a-file", "under-a-file"])
+def test_demo_checks_its_out_folder_before_training(run, capsys, tmp_path, out, message):
+    """The folder was made after the 30-60 s of training, and /proc's refusal read "no such file"."""
+    (tmp_path / "notes.txt").write_text("hello")
+    code, out, err = run("demo", "--quick", "--out", out.format(d=tmp_path))
+    assert code == 1 and out == ""  # nothing trained
+    assert len(err.splitlines()) == 1 and re.search(message, err), err
+
+
+def test_demo_without_export_or_plot_extras_still_benchmarks_the_npz(run, capsys, tmp_path, monkeypatch):
+    import lastedge.export
+
+    def missing(*args, **kwargs):
+        raise ImportError('onnx is not installed: pip install "lastedge[export]"')
+
+    monkeypatch.setattr(lastedge.export, "export_all", missing)
+    monkeypatch.setitem(sys.modules, "matplotlib", None)  # and no plot extra
+    code, out, _ = run("demo", "--quick", "--out", tmp_path)
+    assert code == 0
+    assert 'export skipped: onnx is not installed: pip install "lastedge[export]"' in out
+    assert "figures skipped: matplotlib is not installed (pip install 'lastedge[plot]')" in out
+    assert re.search(r"^digits\.npz\s+numpy", out, re.M)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["digits.npz"]
+
+
+@pytest.fixture()
+def bad_files(tmp_path):
+    (tmp_path / "corrupt.npz").write_bytes(b"PK\x03\x04 not really a zip")
+    (tmp_path / "notes.txt").write_text("hello")
+    (tmp_path / "folder.npz").mkdir()
+    (tmp_path / "narrow.csv").write_text("1,2,0\n3,4,1\n")
+    rng = np.random.default_rng(0)
+    np.savez(tmp_path / "lonely.npz", X_train=rng.normal(size=(41, 4)), y_train=np.r_[[0] * 20, [1] * 20, 2])
+    X = rng.normal(size=(40, 64))
+    np.savez(tmp_path / "locked.npz", X_train=X, y_train=np.arange(40) % 2, X_test=X, y_test=np.arange(40) % 2)
+    return tmp_path
+
+
+def mark_encrypted(path: Path) -> Path:
+    """Set the 'encrypted' flag of every entry in a zip's central directory: zipfile then raises
+    RuntimeError (password required) when an entry is read, as it does for such a damaged file."""
+    data = bytearray(path.read_bytes())
+    at = data.find(b"PK\x01\x02")
+    while at >= 0:
+        data[at + 8] |= 1
+        at = data.find(b"PK\x01\x02", at + 4)
+    path.write_bytes(bytes(data))
+    return path
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["train", "--data", "missing.csv", *TINY, "--out", "{d}/m.npz"],
+     "neither 'digits' nor an existing file"),
+    (["train", "--data", "digits", "--atoms", "0", "--out", "{d}/m.npz"],
+     "n_atoms must be an integer >= 1, got 0"),
+    (["train", "--data", "digits", *TINY, "--out", "{d}/m.txt"], "--out must be a .npz file"),
+    (["train", "--data", "digits", *TINY, "--out", "{d}/no/m.npz"], "folder .* does not exist"),
+    (["train", "--data", "digits", *TINY, "--out", "{d}/folder.npz"], "cannot write .*folder.npz: it is a folder"),
+    (["train", "--data", "digits", *TINY, "--out", "/proc/m.npz"], r"cannot write /proc/m.npz: folder /proc is not writable \(it does not accept new files\)$"),  # root too
+    (["train", "--data", "{d}/notes.txt", *TINY, "--out", "{d}/m.npz"],
+     "unsupported data file 'notes.txt'"),
+    (["train", "--data", "digits", "--atoms", "2", "--method", "sgd", "--max-dca-iter", "3",
+      "--out", "{d}/m.npz"], "--max-dca-iter applies to --method last only"),
+    (["train", "--data", "digits", "--atoms", "2", "--method", "sgd", "--early-stopping", "--mu", "1",
+      "--out", "{d}/m.npz"], "--mu, --early-stopping apply to --method last only"),
+    (["train", "--data", "digits", *TINY, "--hinge", "sum", "--out", "{d}/m.npz"],
+     "--hinge applies to --multiclass shared only"),
+    (["train", "--data", "digits", *TINY, "--ovr-hinge-weight", "1", "--out", "{d}/m.npz"],
+     "--ovr-hinge-weight applies to --multiclass shared only"),
+    (["train", "--data", "digits", *TINY, "--atoms-against", "0,0.5", "--out", "{d}/m.npz"],
+     "--atoms-against applies to --multiclass shared only"),
+    (["train", "--data", "digits", *TINY, "--sub-dictionaries", "2", "--out", "{d}/m.npz"],
+     "--sub-dictionaries applies to --multiclass shared only"),
+    (["train", "--data", "digits", *TINY, "--atoms", "25", "--multiclass", "shared", "--sub-dictionaries", "2",
+      "--out", "{d}/m.npz"],
+     "sub_dictionaries=2 needs n_atoms to split into 2 equal parts of at least 10 atoms"),
+    (["train", "--data", "digits", *TINY, "--atoms", "20", "--multiclass", "shared", "--atoms-against", "0,1",
+      "--out", "{d}/m.npz"],
+     r"atoms_against must be a finite number in \[0, 1\), got 1.0"),
+    (["train", "--data", "{d}/lonely.npz", *TINY, "--mu", "0,1", "--out", "{d}/m.npz"],
+     "choosing mu needs a 10% hold-out with every class, and a class has only 1 training row"),
+    (["train", "--data", "{d}/lonely.npz", *TINY, "--shift-augment", "1", "--out", "{d}/m.npz"],
+     "--shift-augment needs images: lonely has no image shape .give --image-shape HxW"),
+    (["train", "--data", "digits", *TINY, "--image-shape", "8x8", "--out", "{d}/m.npz"],
+     "--image-shape applies to .npz and CSV data; digits holds 8x8 images already"),
+    (["train", "--data", "{d}/lonely.npz", *TINY, "--image-shape", "3x3", "--out", "{d}/m.npz"],
+     r"image_shape \(3, 3\) holds 9 values, but the rows have 4 features"),
+    (["train", "--data", "digits", "--atoms", "2", "--method", "sgd", "--shift-augment", "1", "--out", "{d}/m.npz"],
+     "--shift-augment applies to --method last only"),
+    (["train", "--data", "digits", *TINY, "--device", "gpu", "--out", "{d}/m.npz"],
+     "device must name a torch device such as 'cpu' or 'cuda', got 'gpu'"),
+    (["train", "--data", "digits", *TINY, "--threads", "0", "--out", "{d}/m.npz"], r"--threads must be in \[1, \d+\]"),
+    (["train", "--data", "digits", *TINY, "--plot", "{d}/curve.jpg", "--out", "{d}/m.npz"],
+     "the figure must be a .png, .pdf, .svg file, got 'curve.jpg'"),
+    (["train", "--data", "digits", *TINY, "--plot", "{d}/no/curve.png", "--out", "{d}/m.npz"],
+     "cannot write .*curve.png: folder .* does not exist"),
+    (["predict", "{d}/corrupt.npz", "--data", "digits"], "not a readable lastedge model file"),
+    (["predict", "{d}/locked-model.npz", "--data", "digits"],
+     "locked-model.npz is not a readable lastedge model file .*password required"),
+    (["train", "--data", "{d}/locked.npz", *TINY, "--out", "{d}/m.npz"],
+     "cannot read the arrays of locked.npz: .*password required"),
+    (["export", "{model}", "--format", "onnx", "--int8", "--calibration", "{d}/locked.npz",
+      "--out", "{d}/m.onnx"], "locked.npz is not a readable .npz file .*password required"),
+    (["predict", "{model}", "--data", "{d}/narrow.csv"], "X has 2 features, the model expects 64"),
+    (["predict", "{model}", "--data", "digits", "--no-labels"],
+     "--no-labels applies to CSV files only"),
+    (["predict", "{model}", "--data", "digits", "--out", "{d}/m.npz"], "--out must be a .csv file"),
+    (["predict", "{model}", "--data", "{d}/narrow.csv", "--out", "{d}/narrow.csv"],
+     "--out .*narrow.csv is the file --data reads; writing it would destroy that input"),
+    (["predict", "{model}", "--data", "{d}/narrow.csv", "--no-labels", "--plot", "{d}/c.png"],
+     "--plot draws the confusion matrix, which needs labels"),
+    (["inspect", "{d}/corrupt.npz"], "not a readable lastedge model file"),
+    (["inspect", "{d}/notes.txt"], "notes.txt is not a model file"),
+    (["inspect", "{d}/missing.npz"], "no such file"),
+    (["predict", "{d}/missing.npz", "--data", "digits"], "no such file: .*missing.npz$"),
+    (["export", "{d}/missing.npz", "--format", "onnx", "--out", "{d}/m.onnx"], "no such file: .*missing.npz$"),
+    (["predict", "{d}", "--data", "digits"], "cannot open .*: is a directory$"),
+    (["inspect", "{model}", "--per-class", "3"], "--image-shape and --per-class apply to --atoms only"),
+    (["inspect", "{model}", "--atoms", "{d}/a.png", "--image-shape", "5x5"],
+     "an image of shape 5x5 has 25 values; the model has 64 features"),
+    (["inspect", "{model}", "--atoms", "{d}/a.png", "--image-shape", "8by8"], "image shape must be HxW"),
+], ids=["missing-data", "zero-atoms", "out-not-npz", "out-folder", "out-is-a-folder", "out-folder-not-writable", "unknown-data-format",
+        "option-of-other-method", "options-of-other-method", "hinge-without-shared", "ovr-hinge-without-shared",
+        "atoms-against-grid-without-shared", "sub-dictionaries-without-shared", "sub-dictionaries-uneven",
+        "atoms-against-grid-out-of-range",
+        "mu-grid-class-too-small",
+        "shift-without-images", "image-shape-of-images", "train-image-shape-wrong-size", "shift-with-sgd", "bad-device",
+        "zero-threads", "plot-format", "plot-folder", "corrupt-model", "encrypted-model", "encrypted-data", "encrypted-calibration", "wrong-width", "no-labels-not-csv", "predictions-not-csv",
+        "predictions-over-data",
+        "confusion-without-labels",
+        "inspect-corrupt", "inspect-unknown-format", "inspect-missing", "predict-missing", "export-missing",
+        "model-is-a-folder", "per-class-without-atoms",
+        "image-shape-wrong-size", "image-shape-unreadable"])
+def test_user_errors_are_one_line(run, capsys, bad_files, tiny_model_file, argv, message):
+    mark_encrypted(bad_files / "locked.npz")
+    locked_model = bad_files / "locked-model.npz"
+    locked_model.write_bytes(Path(tiny_model_file).read_bytes())
+    mark_encrypted(locked_model)
+    argv = [a.format(d=bad_files, model=tiny_model_file) for a in argv]
+    code, out, err = run(*argv)
+    assert code == 1
+    assert len(err.splitlines()) == 1 and "Traceback" not in err
+    assert err.startswith(f"lastedge {argv[0]}: error: ")
+    assert re.search(message, err), err
+    assert not (bad_files / "m.npz").exists()
+
+
+def test_a_command_line_that_does_not_parse_is_one_usage_line(capsys, tmp_path):
+    with pytest.raises(SystemExit) as stop:
+        main(["train", "--data", "digits", "--atoms", "x", "--out", str(tmp_path / "m.npz")])
+    err = capsys.readouterr().err
+    assert stop.value.code == 2 and err.splitlines() == [
+        "lastedge train: error: argument --atoms: invalid int value: 'x' (see lastedge train --help)"]
+
+
+@pytest.mark.parametrize("argv, line", [
+    (["demo", "--json"], "lastedge demo: error: unrecognized arguments: --json (see lastedge demo --help)"),
+    (["--bogus"], "lastedge: error: unrecognized arguments: --bogus (see lastedge --help)"),
+])
+def test_an_unknown_option_is_reported_by_its_command(capsys, argv, line):
+    with pytest.raises(SystemExit) as stop:
+        main(argv)
+    assert stop.value.code == 2 and capsys.readouterr().err.splitlines() == [line]
+
+
+@pytest.mark.parametrize("argv", [["predict", "{model}", "--data", "{d}/rows.csv", "--image-size", "8x8"],
+                                  ["predict", "{model}", "--data", "digits", "--image-size", "8x8"]],
+                         ids=["csv", "digits"])
+def test_an_image_size_for_rows_that_are_no_images_is_refused(run, capsys, tmp_path, tiny_model_file, argv):
+    (tmp_path / "rows.csv").write_text(",".join(["0"] * 65) + "\n")
+    code, _, err = run(*[a.format(d=tmp_path, model=tiny_model_file) for a in argv])
+    assert code == 1 and "image size" in err.lower() and len(err.splitlines()) == 1
+
+
+def test_out_of_memory_is_one_line(run, capsys, tiny_model_file, monkeypatch):
+    def too_big(*args, **kwargs):
+        raise MemoryError()
+
+    monkeypatch.setattr(sys.modules["lastedge.runtime.bench"], "bench", too_big)
+    code, _, err = run("bench", tiny_model_file, "--runs", "3")
+    assert code == 1 and err == "lastedge bench: error: out of memory (try smaller batches or data)\n"
+
+
+def test_device_out_of_memory_in_training_is_one_line_saying_what_to_change(run, capsys, tmp_path, monkeypatch):
+    torch = pytest.importorskip("torch")
+
+    def out_of_memory(*args, **kwargs):
+        raise torch.OutOfMemoryError("CUDA out of memory. Tried to allocate 2.00 GiB")
+
+    monkeypatch.setattr("lastedge.train.last.run_dca", out_of_memory)
+    code, _, err = run("train", "--data", "digits", *TINY, "--out", tmp_path / "m.npz")
+    assert code == 1 and err == ("lastedge train: error: device 'cpu' ran out of memory (CUDA out of memory. "
+                                 "Tried to allocate 2.00 GiB); try a smaller batch_size, fewer atoms or rows, "
+                                 "or device='cpu'\n")
+    assert not (tmp_path / "m.npz").exists()
+
+
+def test_predict_compares_labels_by_value_whatever_their_text(run, capsys, tmp_path, tiny_model_file, digits_data):
+    """np.savetxt writes label 7 as 7.000e+00; a model trained on text labels holds "7"."""
+    X, y = digits_data.X_test[:60], digits_data.y_test[:60]
+    np.savetxt(tmp_path / "ints.csv", np.c_[X, y], delimiter=",", fmt="%d")
+    np.savetxt(tmp_path / "floats.csv", np.c_[X, y], delimiter=",")
+    accuracies = [json.loads(run("predict", tiny_model_file, "--data", tmp_path / name, "--json")[1])
+                  ["accuracy"] for name in ("ints.csv", "floats.csv")]
+    assert accuracies[0] == accuracies[1] > 0.3
+    from lastedge.cli.predict import as_class_labels
+
+    assert as_class_labels(np.array([7.0, 1.0]), np.array(["1", "7"])).tolist() == ["7", "1"]
+    assert as_class_labels(np.array(["7", "1"]), np.array([1, 7])).tolist() == [7, 1]
+
+
+def test_inspect_shows_a_model_whose_metadata_holds_the_unexpected(run, capsys, tmp_path, tiny_model_file):
+    model = Model.load(tiny_model_file)
+    model.meta = {"params": [1, 2], "metrics": {"loss": float("nan")},
+                  "selection": {"chosen": {"mu": 1}, "candidates": [{"mu": 1, "holdout_accuracy": "high"}, 7]}}
+    model.save(tmp_path / "odd.npz")
+    code, out, err = run("inspect", tmp_path / "odd.npz")
+    assert code == 0 and "mu=1 (on None of the training rows; mu=1: high)" in out and "loss=nan" in out
+    code, out, err = run("inspect", tmp_path / "odd.npz", "--json")
+    assert code == 0 and json.loads(out, parse_constant=pytest.fail)["meta"]["metrics"]["loss"] is None
+
+
+def test_confusion_counts_true_labels_the_model_does_not_know():
+    from lastedge.cli.predict import _most_confused, confusion
+
+    names, matrix = confusion(np.array(["b", "a", "a", "zebra"]), np.array(["b", "b", "a", "a"]),
+                              np.array(["a", "b"]))
+    assert names == ["a", "b", "zebra"]
+    np.testing.assert_array_equal(matrix, [[1, 1, 0], [0, 1, 0], [1, 0, 0]])
+    assert _most_confused(names, matrix) == "most confused (true as predicted): a as b (1), zebra as a (1)"
+    assert _most_confused(names, np.eye(3, dtype=int)) == "no row misclassified"
+
+
+def test_a_missing_extra_is_named(run, capsys, tiny_model_file, monkeypatch):
+    monkeypatch.setitem(sys.modules, "sklearn.datasets", None)  # as on a device: digits needs it
+    code, _, err = run("predict", tiny_model_file, "--data", "digits")
+    assert code == 1
+    # scikit-learn alone: the train extra would pull torch onto the device too
+    assert err == "lastedge predict: error: reading digits needs scikit-learn: pip install scikit-learn\n"
+
+
+def test_a_source_to_split_without_scikit_learn_names_it_alone(run, capsys, tiny_model_file, monkeypatch, tmp_path):
+    pytest.importorskip("PIL")
+    from PIL import Image
+
+    for label in ("a", "b"):
+        (tmp_path / "photos" / label).mkdir(parents=True)
+        for i in range(2):
+            Image.fromarray(np.full((8, 8), 60 * i, np.uint8)).save(tmp_path / "photos" / label / f"{i}.png")
+    monkeypatch.setitem(sys.modules, "sklearn.model_selection", None)
+    code, _, err = run("predict", tiny_model_file, "--data", tmp_path / "photos")
+    assert code == 1
+    assert err == ("lastedge predict: error: splitting photos into training and test parts needs scikit-learn: "
+                   "pip install scikit-learn\n")
+
+
+@pytest.mark.parametrize("fmt", ["onnx", "tflite"])
+def test_inspect_without_the_export_extra_shows_what_the_interpreter_reads(run, capsys, tmp_path, tiny_model_file,
+                                                                            monkeypatch, fmt):
+    from lastedge.export import to_onnx, to_tflite
+
+    model = Model.load(tiny_model_file)
+    path = (to_onnx if fmt == "onnx" else to_tflite)(model, tmp_path / f"m.{fmt}")
+    monkeypatch.setitem(sys.modules, fmt, None)  # the graph parser, as on a device
+    code, out, err = run("inspect", path)
+    assert code == 0, err
+    assert f"classes      {model.classes.size}: " in out and f"MACs/sample  {model.macs_per_sample:,}" in out
+    assert f"graph        not shown: {fmt} is not installed (pip install 'lastedge[export]')" in out
+    info = json.loads(run("inspect", path, "--json")[1])
+    assert (info["n_features"], info["n_outputs"], info["precision"]) == (model.n_features, model.n_outputs, "fp32")
+
+
+def test_console_script_help():
+    script = Path(sys.executable).parent / "lastedge"
+    result = subprocess.run([str(script), "--help"], capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0
+    for command in ("train", "predict", "export", "bench", "inspect", "demo"):
+        assert command in result.stdout
+
+
+@pytest.mark.parametrize("where", ["lastedge.cli.app.build_parser", "lastedge.cli.inspect.model_info"],
+                         ids=["importing-the-commands", "running"])
+def test_ctrl_c_is_one_line_and_status_130(run, capsys, tiny_model_file, monkeypatch, where):
+    def interrupted(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(where, interrupted)
+    code, _, err = run("inspect", tiny_model_file)
+    assert code == 130 and err == "lastedge: interrupted\n"
+
+
+def test_inspect_help_says_atoms_default_to_the_recorded_image_shape(capsys, tiny_model_file):
+    model = Model.load(tiny_model_file)
+    model.meta = {**model.meta, "data": {"image_shape": [4, 16]}}  # as ``train --image-shape 4x16`` records
+    assert model.image_shape == (4, 16)  # what ``inspect --atoms`` draws by default, not 8x8
+    with pytest.raises(SystemExit):
+        main(["inspect", "--help"])
+    help_text = " ".join(capsys.readouterr().out.split())
+    assert "default: the training images' shape, which the model records, else square grayscale" in help_text
+
+
+@pytest.mark.parametrize("target, message", [("{d}", "is a folder, not a model file"),
+                                              ("/dev/null", "/dev/null is a special file, not a model file")],
+                         ids=["folder", "device"])
+def test_inspect_says_what_a_path_that_is_no_file_is(run, capsys, tmp_path, target, message):
+    """Both said "no such file"; a FIFO would have blocked the read."""
+    code, _, err = run("inspect", target.format(d=tmp_path))
+    assert code == 1 and len(err.splitlines()) == 1 and message in err
+
+
+def test_per_class_below_one_is_named_by_its_option(run, capsys, tmp_path, tiny_model_file):
+    code, _, err = run("inspect", tiny_model_file, "--atoms", tmp_path / "a.png", "--per-class", "0")
+    assert code == 1 and err == "lastedge inspect: error: --per-class must be >= 1, got 0\n"  # was "atoms per output"
+
+
+def test_predict_names_images_whose_file_names_are_not_utf8(tmp_path, tiny_model_file, monkeypatch):
+    """The CSV failed ("surrogates not allowed") and so did the text output on a strict UTF-8
+    terminal, after the work was done."""
+    import os
+
+    from PIL import Image
+
+    folder = tmp_path / "images"
+    folder.mkdir()
+    pixels = (np.arange(64).reshape(8, 8) * 4).astype(np.uint8)
+    for name in (b"bad\xff.png", b"ok.png"):
+        Image.fromarray(pixels).save(os.fsencode(folder) + b"/" + name)
+    terminal = io.TextIOWrapper(io.BytesIO(), encoding="utf-8", errors="strict")
+    monkeypatch.setattr(sys, "stdout", terminal)
+    code = main(["predict", str(tiny_model_file), "--data", str(folder), "--image-size", "8x8",
+                 "--out", str(tmp_path / "p.csv")])
+    terminal.flush()
+    assert code == 0
+    assert b"bad\\udcff.png=" in terminal.buffer.getvalue()
+    lines = (tmp_path / "p.csv").read_bytes().splitlines()
+    assert sorted(line.split(b",")[0] for line in lines[1:]) == [b"bad\xff.png", b"ok.png"]  # the name's own bytes
+
+
+def test_csv_rows_from_stdin_are_utf8_as_files_are(run, capsys, tiny_model_file, monkeypatch):
+    """A C locale decodes stdin leniently: Latin-1 "café" became the label "caf\\udce9" and a bad
+    byte in a number was "not a number"; a file with the same bytes is refused as not UTF-8."""
+    rows = ",".join(["0"] * 64).encode() + b",caf\xe9\n"
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(rows), encoding="utf-8", errors="surrogateescape"))
+    code, out, err = run("predict", tiny_model_file, "--data", "-")
+    assert code == 1 and out == ""
+    assert "is not a readable CSV text file ('utf-8' codec can't decode byte 0xe9" in err and len(err.splitlines()) == 1
+
+
+def test_json_text_writes_every_non_finite_number_as_null():
+    """``json.dumps`` writes NaN and infinity as ``NaN``/``Infinity``, which JSON readers refuse;
+    every command's --json goes through json_text."""
+    import json
+
+    from lastedge.cli.common import json_text
+
+    value = {"a": float("nan"), "b": [1.5, float("inf"), {"c": -float("inf")}], "d": (2, "x"), "e": True}
+    assert json.loads(json_text(value), parse_constant=pytest.fail) == {
+        "a": None, "b": [1.5, None, {"c": None}], "d": [2, "x"], "e": True}
+
+
+def test_debug_shows_the_traceback_of_a_user_error(tmp_path, monkeypatch, capsys):
+    missing = str(tmp_path / "missing.npz")
+    assert main(["inspect", missing]) == 1
+    assert capsys.readouterr().err.count("\n") == 1
+    with pytest.raises(FileNotFoundError):
+        main(["--debug", "inspect", missing])
+    monkeypatch.setenv("LASTEDGE_DEBUG", "1")
+    with pytest.raises(FileNotFoundError):
+        main(["inspect", missing])
+
+
+@pytest.mark.parametrize("bug", [TypeError("unsupported operand"), KeyError("n_atoms")])
+def test_a_bug_in_a_command_is_not_reported_as_a_user_error(tmp_path, monkeypatch, bug):
+    def broken(path):
+        raise bug
+
+    monkeypatch.setattr("lastedge.runtime.files.sniff", broken)
+    (tmp_path / "m.npz").write_bytes(b"PK")
+    with pytest.raises(type(bug)):
+        main(["inspect", str(tmp_path / "m.npz")])

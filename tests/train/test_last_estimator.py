@@ -1,0 +1,571 @@
+"""The estimators' scikit-learn face: the shared checks, seeds, files, the encoder, input errors."""
+
+from __future__ import annotations
+
+import os
+import warnings
+
+import numpy as np
+import pytest
+import torch
+from sklearn.decomposition import sparse_encode
+from sklearn.exceptions import ConvergenceWarning
+from sklearn.utils.estimator_checks import parametrize_with_checks
+
+from lastedge.runtime import Model
+from lastedge.train import LASTClassifier, SGDSoftThresholdClassifier, SoftThresholdEncoderSVM
+from lastedge.train.base import available_accelerator, flushes_denormals, thread_count, usable_device
+
+FAST_LAST = dict(n_atoms=4, max_dca_iter=2, inner_iter=30, verbose=0, random_state=0)
+FAST_SGD = dict(n_atoms=4, max_iter=100, step_sizes=(0.1,), verbose=0, random_state=0)
+# one shared dictionary as two of 4 atoms (the checks' data has up to 4 classes), half voting against
+FAST_SHARED = {**FAST_LAST, "n_atoms": 8, "multiclass": "shared", "sub_dictionaries": 2, "atoms_against": 0.5}
+
+
+# check name -> why it is expected to fail (none at present; real trainer bugs are not listed)
+EXPECTED_FAILED_CHECKS: dict[str, str] = {}
+
+
+@parametrize_with_checks(
+    [LASTClassifier(**FAST_LAST), LASTClassifier(**FAST_SHARED), SGDSoftThresholdClassifier(**FAST_SGD)],
+    expected_failed_checks=lambda estimator: EXPECTED_FAILED_CHECKS,
+)
+def test_scikit_learn_checks(estimator, check):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)  # the fast settings stop DCA early
+        check(estimator)
+
+
+@pytest.mark.parametrize("cls", [LASTClassifier, SGDSoftThresholdClassifier])
+def test_estimators_declare_transformer_tags(cls):
+    # They implement ``transform`` (the soft-threshold features), so they are transformers too.
+    assert cls().__sklearn_tags__().transformer_tags.preserves_dtype == ["float32"]
+
+
+def fit_quietly(estimator, X, y):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        return estimator.fit(X, y)
+
+
+def small_blobs(n_classes: int = 3, m: int = 90, n: int = 5, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
+    rng = np.random.default_rng(seed)
+    y = np.arange(m) % n_classes
+    centres = rng.normal(0.0, 3.0, size=(n_classes, n))
+    return centres[y] + rng.normal(size=(m, n)), y
+
+
+# ------------------------------------------------------------------------------ seeds, files
+@pytest.mark.parametrize("cls, params", [(LASTClassifier, FAST_LAST),
+                                         (SGDSoftThresholdClassifier, FAST_SGD)])
+def test_same_seed_gives_identical_dictionary(cls, params):
+    X, y = small_blobs()
+    first = fit_quietly(cls(**params), X, y).dictionary_
+    again = fit_quietly(cls(**params), X, y).dictionary_
+    other = fit_quietly(cls(**{**params, "random_state": 1}), X, y).dictionary_
+    np.testing.assert_array_equal(first, again)
+    assert not np.array_equal(first, other)
+
+
+def test_saved_model_gives_identical_scores(tiny_last, digits_data, tmp_path):
+    path = tiny_last.to_model().save(tmp_path / "m.npz")
+    loaded = Model.load(path)
+    X = digits_data.X_test
+    np.testing.assert_array_equal(loaded.decision_function(X), tiny_last.decision_function(X))
+    np.testing.assert_array_equal(loaded.predict(X), tiny_last.predict(X))
+    assert loaded.meta["trainer"] == "LASTClassifier"
+
+
+@pytest.mark.parametrize("cls, params, real", [(LASTClassifier, FAST_LAST, "nu"),
+                                               (SoftThresholdEncoderSVM, {"alpha": 0.2}, "C")])
+def test_model_records_numpy_parameters_as_numbers(cls, params, real):
+    # Values from a numpy grid (np.int64, np.float32) were recorded as 'np.int64(6)'.
+    X, y = small_blobs()
+    fitted = fit_quietly(cls(**{**params, "n_atoms": np.int64(6), real: np.float32(0.5)}), X, y)
+    recorded = fitted.to_model().meta["params"]
+    assert type(recorded["n_atoms"]) is int and recorded["n_atoms"] == 6 and recorded[real] == 0.5
+    assert recorded["preprocess"] == "l2" and recorded["random_state"] == params.get("random_state")
+
+
+def test_failed_save_leaves_no_file_behind(tiny_last, tmp_path, monkeypatch):
+    def savez_then_die(file, **arrays):
+        file.write(b"PK\x03\x04 half an archive")
+        raise KeyboardInterrupt  # as if the process were interrupted mid-write
+
+    monkeypatch.setattr(np, "savez", savez_then_die)
+    with pytest.raises(KeyboardInterrupt):
+        tiny_last.to_model().save(tmp_path / "m.npz")
+    assert os.listdir(tmp_path) == []
+
+
+def test_failed_save_keeps_the_previous_file(tiny_last, tmp_path, monkeypatch):
+    path = tiny_last.to_model().save(tmp_path / "m.npz")
+    before = path.read_bytes()
+    monkeypatch.setattr(np, "savez", lambda file, **arrays: (_ for _ in ()).throw(OSError("disk full")))
+    with pytest.raises(OSError, match="disk full"):
+        tiny_last.to_model().save(path)
+    assert path.read_bytes() == before
+    assert os.listdir(tmp_path) == ["m.npz"]
+
+
+# ------------------------------------------------------------------------------ the encoder
+def test_features_are_the_one_sided_soft_threshold(tiny_last, digits_data):
+    X = digits_data.X_test
+    centred = X - X.mean(axis=1, keepdims=True)
+    Z = centred / np.linalg.norm(centred, axis=1, keepdims=True)  # center-l2, independently
+    D = tiny_last.dictionary_.astype(np.float64)
+    pre = Z @ D
+    margin = 1e-5 * (1 + np.abs(Z) @ np.abs(D))  # float32 rounding of the model's MatMul
+    features = tiny_last.transform(X)
+
+    np.testing.assert_array_less(np.abs(features - np.maximum(pre - 1.0, 0.0)), margin)
+    assert np.all(features[pre < 1 - margin] == 0)  # exactly zero below the threshold
+    assert np.all(features[pre > 1 + margin] > 0)
+    assert 0.05 < np.mean(features == 0) < 0.95  # both sides of the threshold are exercised
+    encoded = sparse_encode(Z, D.T, algorithm="threshold", alpha=1.0, positive=True)
+    np.testing.assert_array_less(np.abs(features - encoded), margin)
+
+
+# ------------------------------------------------------------------------------ bad input
+def with_value(X: np.ndarray, value: float) -> np.ndarray:
+    X = X.copy()
+    X[3, 1] = value
+    return X
+
+
+@pytest.mark.parametrize("cls", [LASTClassifier, SGDSoftThresholdClassifier])
+@pytest.mark.parametrize("change, error, match", [
+    (lambda X, y: (with_value(X, np.nan), y), ValueError, "NaN"),
+    (lambda X, y: (with_value(X, -np.inf), y), ValueError, "infinity"),
+    (lambda X, y: (X, np.zeros_like(y)), ValueError, "single class"),
+    (lambda X, y: (X[:0], y[:0]), ValueError, "0 sample"),
+    (lambda X, y: (X[:10], y[:9]), ValueError, "inconsistent numbers of samples"),
+    # finite in float64, infinite in float32: was a model of NaNs, or a fit whose rows predict refuses
+    (lambda X, y: (with_value(X, 1e300), y), ValueError, "beyond float32's range"),
+], ids=["nan", "inf", "one-class", "empty", "length-mismatch", "beyond-float32"])
+def test_bad_training_data_is_refused(cls, change, error, match):
+    X, y = change(*small_blobs())
+    with pytest.raises(error, match=match):
+        cls(verbose=0).fit(X, y)
+
+
+@pytest.mark.parametrize("params, match", [
+    ({"inner_solver": "newton"}, "inner_solver must be one of .* got 'newton'"),
+    ({"surrogate": "exact"}, "surrogate must be one of .* got 'exact'"),
+    ({"hinge": "squared"}, "hinge must be one of .* got 'squared'"),
+    ({"atoms_per_class": "foo"}, "atoms_per_class must be one of .* got 'foo'"),  # checked with "ovr" too
+    ({"line_search": "yes"}, "line_search must be 'auto', True or False, got 'yes'"),
+    ({"max_dca_iter": 0}, "max_dca_iter must be an integer >= 1, got 0"),
+    ({"max_dca_iter": None}, "max_dca_iter must be an integer >= 1, got None"),
+    ({"max_dca_iter": 2.7}, "max_dca_iter must be an integer >= 1, got 2.7"),  # not truncated to 2
+    ({"inner_iter": 2.5}, "inner_iter must be an integer >= 1 or None, got 2.5"),
+    ({"batch_size": "abc"}, "batch_size must be an integer >= 1, 'full' or None, got 'abc'"),
+    ({"batch_size": 2.5}, "batch_size must be an integer >= 1, 'full' or None, got 2.5"),
+    ({"tol": -1e-3}, "tol must be a finite number >= 0 or None, got -0.001"),
+    ({"validation_fraction": 2.0}, r"validation_fraction must be a finite number in \(0, 1\), got 2.0"),
+])
+def test_bad_last_parameters_are_refused(params, match):
+    X, y = small_blobs()
+    with pytest.raises(ValueError, match=match):
+        LASTClassifier(**{**FAST_LAST, **params}).fit(X, y)
+
+
+@pytest.mark.parametrize("cls, fast", [(LASTClassifier, FAST_LAST), (SGDSoftThresholdClassifier, FAST_SGD)])
+@pytest.mark.parametrize("params, match", [
+    ({"n_atoms": 0}, "n_atoms must be an integer >= 1, got 0"),
+    ({"n_atoms": 2.5}, "n_atoms must be an integer >= 1"),
+    ({"preprocess": "zscore"}, "preprocess must be one of .* got 'zscore'"),
+    ({"mu": -1.0}, "mu must be a finite number >= 0, got -1.0"),
+    ({"mu": None}, "mu must be a finite number >= 0, got None"),
+    ({"nu": "1"}, "nu must be a finite number > 0, got '1'"),
+    ({"eps": None}, r"eps must be a finite number in \(0, 3.40282e\+38\], got None"),
+    ({"init_active_fraction": 1.5}, r"init_active_fraction must be a finite number in \(0, 1\] or None, got 1.5"),
+    ({"sign_ratio": "x"}, r"sign_ratio must be a finite number in \(0, 1\) or 'auto', got 'x'"),
+    ({"n_jobs": 0}, r"n_jobs must be a non-zero integer \(-1: all cores\) or None, got 0"),
+    ({"n_jobs": "two"}, "n_jobs must be a non-zero integer .* got 'two'"),
+    # torch's thread pool used to abort the process: "libgomp: Out of memory allocating 216000001344 bytes"
+    ({"n_jobs": 10**9}, r"n_jobs must be at most \d+ threads .* got 1000000000"),
+    # a step <= 0 never moves: LAST used to report convergence after one untrained iteration
+    ({"step_sizes": (-0.01,)}, r"step_sizes must be None or a non-empty sequence of numbers in \(0, 3.4e\+38\]"),
+    ({"step_sizes": (0,)}, r"step_sizes must be None or a non-empty sequence .* got \(0,\)"),
+    ({"step_sizes": ()}, r"step_sizes must be None or a non-empty sequence .* got \(\)"),
+    ({"step_sizes": (1e300,)}, r"step_sizes must be .*float32.* got \(1e\+300,\)"),  # was a torch overflow
+    ({"beta": 1e300}, r"beta must be a finite number in \(0, 3.40282e\+38\], got 1e\+300"),  # was a torch overflow
+    ({"eps": 1e300}, r"eps must be a finite number in \(0, 3.40282e\+38\], got 1e\+300"),
+])
+def test_bad_shared_parameters_are_refused(cls, fast, params, match):
+    X, y = small_blobs()
+    with pytest.raises(ValueError, match=match):
+        cls(**{**fast, **params}).fit(X, y)
+
+
+@pytest.mark.parametrize("params, match", [
+    ({"max_iter": 2.5}, "max_iter must be an integer >= 1, got 2.5"),
+    ({"batch_size": 2.5}, "batch_size must be an integer >= 1, got 2.5"),
+    ({"batch_size": "full"}, "batch_size must be an integer >= 1, got 'full'"),
+])
+def test_bad_sgd_parameters_are_refused(params, match):
+    X, y = small_blobs()
+    with pytest.raises(ValueError, match=match):
+        SGDSoftThresholdClassifier(**{**FAST_SGD, **params}).fit(X, y)
+
+
+@pytest.mark.parametrize("optimizer", ["sgd", "adam"])
+def test_sgd_refuses_a_diverged_fit(optimizer):
+    # every candidate step overflows the atoms; the model would hold infinities
+    X, y = small_blobs()
+    with pytest.raises(ValueError, match=r"training diverged with step 1e\+37 .*give smaller step_sizes"):
+        SGDSoftThresholdClassifier(**{**FAST_SGD, "step_sizes": (1e37,), "optimizer": optimizer}).fit(X, y)
+
+
+def test_n_jobs_minus_one_trains_on_every_core_then_restores_the_threads():
+    X, y = small_blobs()
+    threads_during_fit = []
+    before = torch.get_num_threads()
+    LASTClassifier(**{**FAST_LAST, "n_jobs": -1}).fit(
+        X, y, monitor=lambda k, estimator: threads_during_fit.append(torch.get_num_threads()))
+    assert threads_during_fit[0] == os.cpu_count()
+    assert torch.get_num_threads() == before
+
+
+def test_thread_count_follows_scikit_learn():
+    cores = os.cpu_count()
+    assert [thread_count(n) for n in (3, -1, -2, -cores - 5)] == [3, cores, max(1, cores - 1), 1]
+
+
+@pytest.mark.parametrize("flushing", [True, False])
+def test_fit_restores_the_denormal_setting(flushing):
+    if not torch.set_flush_denormal(flushing) and flushing:
+        pytest.skip("this CPU cannot flush denormals")
+    try:
+        X, y = small_blobs(n_classes=2)
+        fit_quietly(LASTClassifier(**FAST_LAST), X, y)
+        tiny = torch.tensor([1e-20], dtype=torch.float32)
+        assert ((tiny * tiny).item() == 0.0) is flushing  # 1e-40 is a denormal float32
+        assert flushes_denormals() is flushing
+    finally:
+        torch.set_flush_denormal(False)
+
+
+@pytest.mark.parametrize("cls", [LASTClassifier, SGDSoftThresholdClassifier])
+@pytest.mark.parametrize("device, match", [
+    ("gpu", "device must name a torch device such as 'cpu' or 'cuda', got 'gpu'"),
+    ("cuda:99", "device 'cuda:99' is not usable with this torch build and machine"),  # no such GPU anywhere
+    ("meta", "device 'meta' cannot train: lastedge trains on cpu, cuda, mps or xpu devices"),  # no data
+    ("hpu", "device 'hpu' cannot train"),  # was a ModuleNotFoundError, reported as "torch is not installed"
+])
+def test_unusable_device_is_refused_before_training(cls, device, match):
+    X, y = small_blobs()
+    with pytest.raises(ValueError, match=match):
+        cls(device=device, verbose=0).fit(X, y)
+
+
+@pytest.mark.parametrize("cuda, mps, expected", [(True, True, "cuda"), (False, True, "mps"),
+                                                 (False, False, "cpu")])
+def test_auto_device_is_the_gpu_torch_sees_else_the_cpu(cuda, mps, expected, monkeypatch):
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: cuda)
+    monkeypatch.setattr(torch.backends.mps, "is_available", lambda: mps)
+    assert available_accelerator() == expected
+
+
+def test_auto_device_trains_on_this_machine():
+    X, y = small_blobs()
+    clf = fit_quietly(LASTClassifier(**FAST_LAST, device="auto"), X, y)
+    assert clf.score(X, y) > 0.9 and clf.__sklearn_tags__().non_deterministic
+    assert usable_device("auto") == torch.device(available_accelerator())
+
+
+def gpu_out_of_memory(*args, **kwargs):
+    raise torch.OutOfMemoryError("CUDA out of memory. Tried to allocate 2.00 GiB (GPU 0; 79.19 GiB total)\nmore")
+
+
+@pytest.mark.parametrize("cls, trainer", [
+    (LASTClassifier, "lastedge.train.last.run_dca"),
+    (SGDSoftThresholdClassifier, "lastedge.train.sgd.SGDSoftThresholdClassifier._descend"),
+])
+def test_device_out_of_memory_is_a_memory_error_saying_what_to_change(cls, trainer, monkeypatch):
+    """torch's OutOfMemoryError (a RuntimeError, raised by GPUs) becomes the MemoryError a CPU gives."""
+    X, y = small_blobs()
+    threads = torch.get_num_threads()
+    monkeypatch.setattr(trainer, gpu_out_of_memory)
+    with pytest.raises(MemoryError, match=r"^device 'cpu' ran out of memory \(CUDA out of memory\. Tried to "
+                                          r"allocate 2\.00 GiB \(GPU 0; 79\.19 GiB total\)\); try a smaller "
+                                          r"batch_size, fewer atoms or rows, or device='cpu'$"):
+        cls(**(FAST_LAST if cls is LASTClassifier else FAST_SGD)).fit(X, y)
+    assert torch.get_num_threads() == threads  # the fit's torch settings were restored on the way out
+
+
+def test_sgd_refuses_unknown_optimizer():
+    X, y = small_blobs()
+    with pytest.raises(ValueError, match="optimizer must be one of .* got 'rmsprop'"):
+        SGDSoftThresholdClassifier(**FAST_SGD, optimizer="rmsprop").fit(X, y)
+
+
+@pytest.mark.parametrize("max_iter", [20, 149, 250])
+def test_sgd_history_holds_at_most_the_progress_bars_50_checkpoints(max_iter):
+    # Every max_iter // 50 steps recorded up to 99 points (149 steps: 75), past the bar's total
+    # of 50 and each an objective over all training rows.
+    X, y = small_blobs(n_classes=2, m=40)
+    fitted = SGDSoftThresholdClassifier(**{**FAST_SGD, "max_iter": max_iter}).fit(X, y)
+    steps = [record["iteration"] for record in fitted.history_]
+    assert len(steps) <= 50 and steps[-1] == max_iter and steps == sorted(set(steps))
+
+
+@pytest.mark.parametrize("optimizer", ["sgd", "adam"])
+def test_sgd_gives_the_same_classifier_on_rescaled_raw_rows(digits_data, optimizer):
+    # Raw 0-16 digits pixels, and the same rows x 1000: the step on the atoms follows the data's
+    # scale, so the grid's steps mean the same on both and the two fits agree.
+    X, y = digits_data.X_train[:300], digits_data.y_train[:300]
+    params = {**FAST_SGD, "n_atoms": 8, "max_iter": 300, "preprocess": "none", "optimizer": optimizer,
+              "step_sizes": (0.1, 0.001) if optimizer == "sgd" else (0.01, 0.001)}
+    small = SGDSoftThresholdClassifier(**params).fit(X, y)
+    large = SGDSoftThresholdClassifier(**params).fit(1000.0 * X, y)
+    assert small.step_ == large.step_
+    np.testing.assert_allclose(large.coef_, small.coef_, rtol=1e-3, atol=1e-4)
+    assert np.mean(large.predict(1000.0 * digits_data.X_test) == small.predict(digits_data.X_test)) > 0.99
+    assert small.feature_sparsity(digits_data.X_test) < 0.99  # the atoms did not all die
+
+
+@pytest.mark.parametrize("cls, params, scale", [(LASTClassifier, FAST_LAST, 1e-9),
+                                               (LASTClassifier, FAST_LAST, 1e13),
+                                               (SGDSoftThresholdClassifier, FAST_SGD, 1e-9)])
+def test_the_same_classifier_on_raw_rows_of_any_scale(digits_data, cls, params, scale):
+    # The start atoms are scaled to the rows and LAST's Adam steps to the atoms; floors of 1e-12
+    # on either (rows of 1e-9 give responses of 1e-16, rows of 1e13 atoms of 1e-15) left LAST
+    # untrained (one class for every row) and SGD from unscaled atoms (14 % agreement).
+    X, y = digits_data.X_train[:300], digits_data.y_train[:300]
+    params = {**params, "n_atoms": 3 if cls is LASTClassifier else 4, "preprocess": "none"}
+    plain = fit_quietly(cls(**params), X, y)
+    scaled = fit_quietly(cls(**params), scale * X, y)
+    assert plain.score(X, y) > 0.5  # chance is 0.1
+    assert np.mean(scaled.predict(scale * X) == plain.predict(X)) > 0.95
+
+
+@pytest.mark.parametrize("cls, params", [(LASTClassifier, FAST_LAST), (SGDSoftThresholdClassifier, FAST_SGD)])
+def test_read_only_float32_rows_train_without_a_torch_warning(cls, params):
+    # preprocess="none" passes float32 rows through: read-only ones (a memory map, or joblib's
+    # copies in GridSearchCV(n_jobs=2)) made torch warn of "undefined behavior".
+    X, y = small_blobs()
+    X = X.astype(np.float32)
+    X.setflags(write=False)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", UserWarning)
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        fitted = cls(**{**params, "preprocess": "none"}).fit(X, y)
+    assert fitted.score(X, y) > 0.5  # chance is 1/3
+
+
+def test_feature_sparsity_counted_in_blocks_is_the_share_of_zero_features(tiny_last, digits_data):
+    X = np.resize(digits_data.X_test, (2500, digits_data.X_test.shape[1]))  # more than one block
+    assert tiny_last.feature_sparsity(X) == pytest.approx(np.mean(tiny_last.transform(X) == 0), abs=1e-12)
+
+
+def test_wrong_width_or_nan_at_predict_is_refused(tiny_last, digits_data):
+    with pytest.raises(ValueError, match="10 features.*expecting 64"):
+        tiny_last.predict(digits_data.X_test[:, :10])
+    X = digits_data.X_test[:5].copy()
+    X[0, 0] = np.nan
+    with pytest.raises(ValueError, match="NaN"):
+        tiny_last.decision_function(X)
+
+
+# ------------------------------------------------------------------------------ shapes
+def test_string_labels_round_trip():
+    X, y = small_blobs(n_classes=2)
+    labels = np.array(["cat", "dog"])[y]
+    clf = fit_quietly(LASTClassifier(**FAST_LAST), X, labels)
+    assert clf.classes_.tolist() == ["cat", "dog"]
+    predicted = clf.predict(X)
+    assert set(predicted) <= {"cat", "dog"}
+    assert np.mean(predicted == labels) > 0.9  # well-separated blobs
+    np.testing.assert_array_equal(clf.to_model().predict(X), predicted)
+
+
+def test_binary_shapes_and_history():
+    X, y = small_blobs(n_classes=2)
+    clf = fit_quietly(LASTClassifier(**FAST_LAST), X, y)
+    scores = clf.decision_function(X)
+    assert scores.shape == (len(X),)
+    np.testing.assert_array_equal(clf.predict(X), clf.classes_[(scores > 0).astype(int)])
+    assert clf.coef_.shape == (FAST_LAST["n_atoms"], 1)
+    assert isinstance(clf.history_, list) and 1 <= len(clf.history_) <= FAST_LAST["max_dca_iter"]
+    for record in clf.history_:
+        assert set(record) == {"objective", "step", "extrapolation", "change", "time"}
+        assert np.isfinite(record["objective"])
+    times = [record["time"] for record in clf.history_]
+    assert times == sorted(times)
+
+
+def test_one_vs_all_shapes_and_history():
+    X, y = small_blobs(n_classes=3)
+    clf = fit_quietly(LASTClassifier(**FAST_LAST), X, y)
+    assert clf.decision_function(X).shape == (len(X), 3)
+    assert clf.dictionary_.shape == (X.shape[1], 3 * FAST_LAST["n_atoms"])
+    assert clf.coef_.shape == (3 * FAST_LAST["n_atoms"], 3)
+    assert len(clf.history_) == 3
+    for head in clf.history_:
+        assert isinstance(head, list) and len(head) >= 1
+        assert all(set(record) == {"objective", "step", "extrapolation", "change", "time"} for record in head)
+
+
+def test_convergence_warning_when_max_dca_iter_is_hit():
+    X, y = small_blobs(n_classes=2)
+    with pytest.warns(ConvergenceWarning, match="max_dca_iter=1"):
+        LASTClassifier(**{**FAST_LAST, "max_dca_iter": 1, "tol": 0.0}).fit(X, y)
+
+
+@pytest.mark.parametrize("batch_size, tol", [(None, "0.001"), (16, "0.0001")])
+def test_default_tol_depends_on_full_batch_or_minibatch(batch_size, tol):
+    """``tol=None`` is the paper's 1e-3 on the parameters in full batch, 1e-4 of objective per
+    row on minibatches (the value the warning names)."""
+    X, y = small_blobs(n_classes=2)
+    with pytest.warns(ConvergenceWarning, match=f"tol={tol};"):
+        LASTClassifier(**{**FAST_LAST, "max_dca_iter": 1}, batch_size=batch_size).fit(X, y)
+
+
+@pytest.mark.parametrize("patience", [1, 2])
+def test_minibatch_fit_stops_when_the_objective_stops_falling(patience):
+    """On minibatches ``tol`` is the fall of the objective per training row that counts as progress:
+    a tol no DCA iteration can meet stops every head after ``n_iter_no_change`` iterations, as
+    converged (no warning); with tol 0 any fall is progress."""
+    X, y = small_blobs(n_classes=3)
+    minibatch = {**FAST_LAST, "max_dca_iter": 8, "batch_size": 16, "n_iter_no_change": patience}
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ConvergenceWarning)
+        clf = LASTClassifier(**minibatch, tol=100.0).fit(X, y)  # (P) per row starts far below 100
+    assert clf.n_iter_ == patience and clf.converged_.all()
+    patient = fit_quietly(LASTClassifier(**minibatch, tol=0.0), X, y)
+    assert patient.n_iter_ > patience
+
+
+def test_minibatch_fit_with_early_stopping_stops_on_the_hold_out_only():
+    """With early stopping the hold-out score decides when to stop (as in scikit-learn), so even a
+    tol no iteration can meet stops no head."""
+    X, y = small_blobs(n_classes=3)
+    clf = fit_quietly(LASTClassifier(**{**FAST_LAST, "max_dca_iter": 8}, batch_size=16, tol=100.0,
+                                     early_stopping=True, validation_fraction=0.25, n_iter_no_change=2), X, y)
+    assert not clf.converged_.any() and clf.n_iter_ == len(clf.validation_scores_) > 2
+
+
+# ------------------------------------------------------------------- monitor, early stopping
+def test_monitor_sees_every_iterate_and_can_stop_training():
+    X, y = small_blobs(n_classes=3)
+    seen = []
+
+    def monitor(k, estimator):
+        seen.append((k, float(np.mean(estimator.predict(X) == y))))  # predict works mid-fit
+        return k == 1
+
+    clf = LASTClassifier(**{**FAST_LAST, "max_dca_iter": 10, "tol": 0.0}).fit(X, y, monitor=monitor)
+    assert [k for k, _ in seen] == [0, 1] and clf.n_iter_ == 2
+    assert seen[-1][1] == float(np.mean(clf.predict(X) == y))  # the stopped iterate is kept
+
+
+def test_early_stopping_keeps_the_best_validation_iterate():
+    X, y = small_blobs(n_classes=2)
+    clf = LASTClassifier(**{**FAST_LAST, "max_dca_iter": 6, "tol": 0.0}, early_stopping=True,
+                         validation_fraction=0.25, n_iter_no_change=2)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ConvergenceWarning)  # stopping early is not a failure
+        clf.fit(X, y)
+    scores = clf.validation_scores_
+    assert 1 <= len(scores) <= 6 and clf.best_validation_score_ == max(scores)
+    if len(scores) < 6:  # stopped: the last n_iter_no_change scores did not beat the best
+        assert max(scores[-2:]) <= max(scores[:-2])
+
+
+def test_refit_without_early_stopping_clears_the_validation_scores():
+    X, y = small_blobs(n_classes=2)
+    clf = fit_quietly(LASTClassifier(**FAST_LAST, early_stopping=True, validation_fraction=0.25), X, y)
+    assert clf.best_validation_score_ is not None
+    fit_quietly(clf.set_params(early_stopping=False), X, y)
+    assert clf.validation_scores_ is None and clf.best_validation_score_ is None
+
+
+@pytest.mark.parametrize("params, match", [
+    ({"validation_fraction": 1.0}, r"validation_fraction must be a finite number in \(0, 1\), got 1.0"),
+    ({"n_iter_no_change": 0}, "n_iter_no_change must be an integer >= 1, got 0"),
+])
+def test_bad_early_stopping_parameters_are_refused(params, match):
+    X, y = small_blobs()
+    with pytest.raises(ValueError, match=match):
+        LASTClassifier(**{**FAST_LAST, "early_stopping": True, **params}).fit(X, y)
+
+
+@pytest.mark.parametrize("fraction, reason", [
+    (0.999, "the resulting train set will be empty"),  # was "needs a validation set with every class"
+    (0.01, "test_size = 1 should be greater or equal to the number of classes = 3"),
+])
+def test_a_hold_out_that_cannot_be_drawn_says_why(fraction, reason):
+    X, y = small_blobs()
+    with pytest.raises(ValueError, match=f"early_stopping cannot hold out validation_fraction={fraction} "
+                                         f"of the 90 training rows, stratified by class: .*{reason}"):
+        LASTClassifier(**FAST_LAST, early_stopping=True, validation_fraction=fraction).fit(X, y)
+
+
+@pytest.mark.parametrize("surrogate", ["dc", "tight"])
+def test_both_majorisers_train_on_minibatches(surrogate):
+    """Minibatch DCA (the tight majoriser's home) with the line search on, either majoriser."""
+    X, y = small_blobs(n_classes=3)
+    clf = fit_quietly(LASTClassifier(**{**FAST_LAST, "n_atoms": 6, "max_dca_iter": 3}, batch_size=16,
+                                     surrogate=surrogate, line_search=True), X, y)
+    assert clf.score(X, y) > 0.9
+    assert all(r["extrapolation"] >= 0 for head in clf.history_ for r in head)
+
+
+def dca_settings(monkeypatch, n_classes: int, params: dict):
+    """The ``DCASettings`` that ``fit`` hands to DCA for these estimator parameters (DCA not run)."""
+    import lastedge.train.last as last
+
+    class Handed(Exception):
+        pass
+
+    def run_dca(data, U, v, settings, **kwargs):
+        raise Handed(settings)
+
+    monkeypatch.setattr(last, "run_dca", run_dca)
+    X, y = small_blobs(n_classes=n_classes)
+    with pytest.raises(Handed) as handed:
+        LASTClassifier(**{**FAST_LAST, "n_atoms": 6, **params}).fit(X, y)
+    return handed.value.args[0]
+
+
+@pytest.mark.parametrize("params, solver, n_iter", [
+    ({}, "adam", 300),  # one-vs-all in full batch: Adam, shorter solves than the paper's 1000
+    ({"multiclass": "shared"}, "adam", 100),  # a shared dictionary's full-batch Adam: shorter still
+    ({"inner_solver": "lbfgs"}, "lbfgs", 300),
+    ({"mu": 1.0}, "lbfgs", 300),  # a weight decay: L-BFGS
+    ({"inner_solver": "subgradient"}, "subgradient", 1000),
+    ({"batch_size": 16}, "adam", 300),  # minibatch Adam: far shorter than the paper's 5000
+    ({"batch_size": 16, "inner_solver": "subgradient"}, "subgradient", 5000),  # the paper's
+    ({"multiclass": "shared", "inner_iter": 7}, "adam", 7),  # asked for
+])
+def test_default_inner_iterations_follow_the_solver_and_batch(params, solver, n_iter, monkeypatch):
+    settings = dca_settings(monkeypatch, 3, {"inner_iter": None, **params})
+    assert (settings.inner_solver.method, settings.inner_solver.n_iter) == (solver, n_iter)
+
+
+def test_minibatches_of_500_rows_from_the_full_batch_limit(monkeypatch):
+    import lastedge.train.last as last
+
+    monkeypatch.setattr(last, "FULL_BATCH_LIMIT", 60)  # blobs has 90 rows
+    settings = dca_settings(monkeypatch, 3, {"inner_iter": None})
+    solver = settings.inner_solver
+    assert (solver.method, solver.batch_size, solver.n_iter) == ("adam", 500, 300)
+
+
+@pytest.mark.parametrize("n_classes, params, solver, surrogate", [
+    (3, {}, "adam", "dc"),  # one-vs-all in full batch: the paper's majoriser, Adam
+    (2, {"multiclass": "shared"}, "adam", "dc"),  # two classes: one binary head, as above
+    (3, {"mu": 0.1}, "lbfgs", "dc"),  # ... and with a weight decay, L-BFGS
+    (2, {"mu": 1.0}, "lbfgs", "dc"),
+    (3, {"multiclass": "shared", "mu": 1.0}, "adam", "tight"),  # a shared dictionary keeps Adam
+    (3, {"batch_size": 16, "mu": 1.0}, "adam", "tight"),  # so do minibatches
+    (3, {"multiclass": "shared"}, "adam", "tight"),  # a shared dictionary: as on minibatches
+    (3, {"batch_size": 16}, "adam", "tight"),  # minibatches
+    (3, {"multiclass": "shared", "inner_solver": "lbfgs"}, "lbfgs", "dc"),  # L-BFGS keeps the paper's majoriser
+    (3, {"multiclass": "shared", "inner_solver": "lbfgs", "surrogate": "tight"}, "lbfgs", "tight"),  # asked for
+])
+def test_auto_picks_the_solver_and_majoriser_by_model_and_batch(n_classes, params, solver, surrogate, monkeypatch):
+    settings = dca_settings(monkeypatch, n_classes, params)
+    assert (settings.inner_solver.method, settings.surrogate) == (solver, surrogate)
