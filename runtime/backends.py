@@ -26,12 +26,15 @@ from typing import Any
 import numpy as np
 
 from .blas import blas_threads, openblas
+from .bounded import read_regular
 from .cpu import read_cpuinfo, signed_weights_saturate
 from .files import METADATA_KEY, parse_header, tflite_metadata
 from .model import Model, check_input, check_scores, count_macs, in_row_blocks, labels_from_scores
 from .native_log import without_native_lines
+from .onnx_check import check_onnx_graph
 from .preprocess import Preprocess
 from .tflite_check import check_tflite_structure
+from .tflite_graph import check_tflite_graph
 
 
 class Predictor:
@@ -128,11 +131,15 @@ class NumpyPredictor(Predictor):
 
 
 class OnnxPredictor(Predictor):
-    """A ``.onnx`` file on onnxruntime (``threads`` = intra-op threads)."""
+    """A ``.onnx`` file on onnxruntime (``threads`` = intra-op threads). Unless ``trust``, its
+    graph is checked to be one lastedge writes (``onnx_check``) before onnxruntime reads it."""
 
     backend = "onnxruntime"
 
-    def __init__(self, path: Path, ort: ModuleType, *, threads: int = 1) -> None:
+    def __init__(self, path: Path, ort: ModuleType, *, threads: int = 1, trust: bool = False) -> None:
+        content = read_regular(path)  # checked, then handed over: what runs is what was checked
+        if not trust:
+            check_onnx_graph(content, str(path))
         options = ort.SessionOptions()
         options.intra_op_num_threads = threads
         options.inter_op_num_threads = 1
@@ -142,7 +149,7 @@ class OnnxPredictor(Predictor):
             # onnxruntime prints its provider fallback for a broken file on stdout (it would spoil
             # a command's --json output); the error that follows is raised here either way
             with contextlib.redirect_stdout(io.StringIO()):
-                session = ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
+                session = ort.InferenceSession(content, options, providers=["CPUExecutionProvider"])
             metadata = session.get_modelmeta().custom_metadata_map.get(METADATA_KEY)
         except (*self._errors, UnicodeDecodeError) as err:
             raise ValueError(f"{path} is not a readable ONNX model ({_first_line(err)})") from None
@@ -190,16 +197,21 @@ def _warn_if_signed_weights_saturate(path: Path) -> None:
 
 
 class TFLitePredictor(Predictor):
-    """A ``.tflite`` file on a TFLite interpreter class (``threads`` = ``num_threads``)."""
+    """A ``.tflite`` file on a TFLite interpreter class (``threads`` = ``num_threads``). Unless
+    ``trust``, its graph is checked to be one lastedge writes (``tflite_graph``) before the
+    interpreter reads it; its structure always is (``tflite_check``)."""
 
-    def __init__(self, path: Path, interpreter: type, backend: str, *, threads: int = 1) -> None:
-        content = path.read_bytes()  # checked, then handed over: what runs is what was checked
+    def __init__(self, path: Path, interpreter: type, backend: str, *, threads: int = 1,
+                 trust: bool = False) -> None:
+        content = read_regular(path)  # checked, then handed over: what runs is what was checked
         try:
             metadata = tflite_metadata(content)
             check_tflite_structure(content)
         except ValueError as err:
             raise ValueError(f"{path}: {err}") from None
         header = parse_header(metadata, str(path))
+        if not trust:
+            check_tflite_graph(content, header, str(path))
         try:
             with without_native_lines():  # the interpreter's XNNPACK INFO line at every load
                 interp = interpreter(model_content=content, num_threads=threads)
@@ -207,6 +219,8 @@ class TFLitePredictor(Predictor):
             inputs, outputs = interp.get_input_details(), interp.get_output_details()
         except (ValueError, RuntimeError, SystemError, IndexError) as err:
             raise ValueError(f"{path} is not a readable TFLite model ({_first_line(err)})") from None
+        except MemoryError:  # the legacy interpreter's, for a tensor larger than memory
+            raise ValueError(f"{path} needs more memory than there is to load") from None
         self._in, self._out = _feedable(path, inputs, outputs)
         self.backend = backend
         self._interp = interp
@@ -231,6 +245,8 @@ class TFLitePredictor(Predictor):
             self._interp.invoke()
         except RuntimeError as err:  # a damaged graph can load and fail only when run
             raise ValueError(f"{self.path} cannot be run ({_first_line(err)})") from None
+        except MemoryError:  # the legacy interpreter's (a file loaded with trust=True)
+            raise ValueError(f"{self.path} needs more memory than there is to run") from None
         return dequantize(self._interp.get_tensor(self._out["index"]), self._out)
 
 

@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 
 from . import flatbuffer as fb
+from .bounded import open_regular
 from .model import FLOAT32_MAX, ZIP_MAGIC, check_classes, image_shape_of
 from .preprocess import Preprocess
 
@@ -32,7 +33,7 @@ def sniff(path: str | os.PathLike) -> str:
     extension says (e.g. a ``.tflite`` file renamed ``.onnx``).
     """
     path = Path(path)
-    with open(path, "rb") as f:
+    with open_regular(path) as f:  # a FIFO or device is refused, not read (it would block or never end)
         head = f.read(8)
     if not head:
         raise ValueError(f"{path} is empty")
@@ -118,6 +119,8 @@ def _header(fields: dict[str, Any]) -> Header:
     if version > SUPPORTED_FORMAT_VERSION:
         raise ValueError(f"format_version {version} is newer than this lastedge reads "
                          f"(<= {SUPPORTED_FORMAT_VERSION}): upgrade lastedge")
+    if version < 1:
+        raise ValueError(f"format_version must be at least 1, got {version}")
     classes = np.asarray(fields["classes"])
     check_classes(classes)
     n_outputs = fields["n_outputs"]

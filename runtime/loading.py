@@ -31,7 +31,7 @@ _EXTRA = {
 
 
 def load(path: str | os.PathLike, *, backend: str | None = None,
-         threads: int | None = None) -> Predictor:
+         threads: int | None = None, trust: bool = False) -> Predictor:
     """Load a ``.npz``, ``.onnx`` or ``.tflite`` model file as a ``Predictor``.
 
     Parameters
@@ -41,6 +41,10 @@ def load(path: str | os.PathLike, *, backend: str | None = None,
         ``"onnxruntime"`` (``.onnx``), ``"litert"`` or ``"tflite_runtime"`` (``.tflite``).
     threads : intra-op threads of onnxruntime, ``num_threads`` of the TFLite interpreter, the
         OpenBLAS threads of numpy during a call; default 1 (see the module docstring).
+    trust : skip the check that an ``.onnx`` or ``.tflite`` graph is one lastedge writes (the
+        operators, shapes and precision its exporter produces, see ``graph_rules``), for a graph
+        of your own. Without it, a file from elsewhere can hold a loop or an allocation of a size
+        it chooses, which hang or exhaust the device (the interpreters check neither).
     """
     path = Path(path)
     kind = sniff(path)
@@ -53,8 +57,8 @@ def load(path: str | os.PathLike, *, backend: str | None = None,
     if backend == "numpy":
         return NumpyPredictor(Model.load(path), path=path, threads=threads)
     if backend == "onnxruntime":
-        return OnnxPredictor(path, _import(backend), threads=threads)
-    return TFLitePredictor(path, _import(backend).Interpreter, backend, threads=threads)
+        return OnnxPredictor(path, _import(backend), threads=threads, trust=trust)
+    return TFLitePredictor(path, _import(backend).Interpreter, backend, threads=threads, trust=trust)
 
 
 def max_threads() -> int:

@@ -8,12 +8,10 @@ shape and dtype is checked on load.
 
 from __future__ import annotations
 
-import errno
 import json
 import math
 import operator
 import os
-import tempfile
 import zipfile
 import zlib
 from dataclasses import dataclass, field
@@ -22,7 +20,9 @@ from typing import Any, Callable, Collection
 
 import numpy as np
 
+from .bounded import check_declared_sizes, open_regular
 from .preprocess import Preprocess
+from .writing import cannot_write, check_has_stem, check_output_path, write_atomically  # noqa: F401 (imported from here)
 
 FORMAT = "lastedge-model"
 FORMAT_VERSION = 1
@@ -162,11 +162,12 @@ def labels_from_scores(classes: np.ndarray, scores: np.ndarray) -> np.ndarray:
     return classes[np.argmax(scores, axis=1)]
 
 
-# What reading a damaged .npz raises besides ValueError: zipfile's BadZipFile, NotImplementedError
-# (an unknown zip version or compression) and RuntimeError (an entry marked encrypted), zlib's
-# error, EOFError and OSError (truncation), KeyError (a broken directory).
 MAX_MODEL_BYTES = 2 << 30  # a model's arrays in all: ~170x the paper's largest (MNIST one-vs-all, 12.5 MB)
 ZIP_MAGIC = (b"PK\x03\x04", b"PK\x05\x06")  # the first bytes np.load reads as an .npz archive
+MAX_EXPANSION = 32  # of a compressed model file's arrays over their stored bytes (np.savez stores)
+MAX_TEXT = 1 << 22  # characters of a model file's JSON fields (meta: parameters, data, metrics)
+# What reading a damaged .npz raises besides ValueError: BadZipFile, NotImplementedError (an unknown
+# compression), RuntimeError (encrypted), zlib.error, EOFError and OSError (truncation), KeyError.
 NPZ_ERRORS = (zipfile.BadZipFile, NotImplementedError, RuntimeError, zlib.error, EOFError, OSError, KeyError)
 
 
@@ -307,7 +308,7 @@ class Model:
     def save(self, path: str | os.PathLike) -> Path:
         """Write the model to ``path`` atomically (temp file in the same folder, then rename)."""
         path = Path(path)
-        _check_has_stem(path, (".npz",))  # as check_output_path, which train runs before fitting
+        check_has_stem(path, (".npz",))  # as check_output_path, which train runs before fitting
         if path.suffix.lower() != ".npz":
             raise ValueError(f"model files end in .npz, got {path.name or str(path)!r}")
         write_atomically(path, lambda f: np.savez(f, **self.to_arrays()))
@@ -318,12 +319,14 @@ class Model:
         """Read a model file, refusing anything truncated, pickled, foreign or inconsistent."""
         path = Path(path)
         try:
-            with open(path, "rb") as f:  # np.load reads any other file as a bare .npy array or a pickle
+            with open_regular(path) as f:  # np.load reads any other file as a bare .npy array or a pickle
                 if not f.read(4).startswith(ZIP_MAGIC):
                     raise ValueError("it is not a .npz archive (a zip of .npy arrays)")
-            with np.load(path, allow_pickle=False) as archive:
-                check_declared_sizes(archive.zip, MAX_MODEL_BYTES)
-                arrays = {key: archive[key] for key in archive.files}
+                f.seek(0)
+                with np.load(f, allow_pickle=False) as archive:
+                    declared = check_declared_sizes(archive.zip, MAX_MODEL_BYTES, max_ratio=MAX_EXPANSION)
+                    _check_declared_shapes(declared)
+                    arrays = {key: archive[key] for key in archive.files}
         except FileNotFoundError:
             raise
         except NPZ_ERRORS as err:
@@ -335,16 +338,13 @@ class Model:
     @classmethod
     def from_arrays(cls, arrays: dict[str, np.ndarray], source: str = "model") -> "Model":
         """Rebuild a model from the arrays of its file, checking every field."""
-        missing = [key for key in _REQUIRED if key not in arrays]
-        if missing:
-            raise ValueError(f"{source} is not a lastedge model: missing {', '.join(missing)}")
-        unknown = sorted(set(arrays) - set(_REQUIRED) - set(_OPTIONAL))
-        if unknown:
-            raise ValueError(f"{source} has unknown fields: {', '.join(unknown)}")
+        problem = _fields_problem(arrays)
+        if problem:
+            raise ValueError(f"{source} is not a lastedge model: {problem}")
         if _text(arrays, "format", source) != FORMAT:
             raise ValueError(f"{source} is not a lastedge model (format {arrays['format']!r})")
         version = arrays["format_version"]
-        if version.shape != () or version.dtype.kind not in "iu" or int(version) > FORMAT_VERSION:
+        if version.shape != () or version.dtype.kind not in "iu" or not 1 <= int(version) <= FORMAT_VERSION:
             raise ValueError(f"{source} has unsupported format_version {version!r}")
         for key in ("dictionary", "weights"):
             if arrays[key].dtype != np.float32 or arrays[key].ndim != 2:
@@ -370,29 +370,30 @@ class Model:
             raise ValueError(f"{source}: {err}") from None
 
 
-def check_declared_sizes(archive: zipfile.ZipFile, max_bytes: int | None,
-                         arrays: Collection[str] | None = None) -> None:
-    """Refuse a member whose .npy header declares more data than it holds (numpy would allocate
-    the declared size first: a few bytes of damage asked for 149 GiB) or elements of no size, or
-    arrays larger in all than ``max_bytes`` (None: no limit). ``arrays`` names the members to
-    check (None: all)."""
-    total = 0
-    for info in archive.infolist():
-        if arrays is not None and info.filename.removesuffix(".npy") not in arrays:
-            continue
-        with archive.open(info) as member:
-            if np.lib.format.read_magic(member) != (1, 0):  # what np.save writes for these arrays
-                raise ValueError(f"{info.filename} is not a version 1.0 .npy entry")
-            shape, _, dtype = np.lib.format.read_array_header_1_0(member)
-            if dtype.itemsize == 0:  # np.save writes none; 10**12 of them hold no bytes yet cost TiBs
-                raise ValueError(f"{info.filename} declares elements of no size ({dtype})")
-            declared = math.prod(shape) * dtype.itemsize
-            if declared != info.file_size - member.tell():
-                raise ValueError(f"{info.filename} declares shape {shape} of {dtype} "
-                                 f"({declared} bytes) but holds {info.file_size - member.tell()}")
-        total += declared
-    if max_bytes is not None and total > max_bytes:
-        raise ValueError(f"its arrays take {total} bytes, more than the {max_bytes} a model may")
+def _fields_problem(names: Collection[str]) -> str | None:
+    """What is wrong with a model file's set of array names, or None."""
+    missing = [key for key in _REQUIRED if key not in names]
+    if missing:
+        return f"missing {', '.join(missing)}"
+    unknown = sorted(set(names) - set(_REQUIRED) - set(_OPTIONAL))
+    return f"unknown fields {', '.join(unknown)}" if unknown else None
+
+
+def _check_declared_shapes(declared: dict[str, tuple[tuple[int, ...], np.dtype]]) -> None:
+    """Refuse, from the .npy headers alone, arrays a model has not, shapes that disagree with the
+    dictionary's and text longer than ``MAX_TEXT``: nothing larger than the dictionary is read."""
+    problem = _fields_problem(declared)
+    if problem:
+        raise ValueError(f"it is not a lastedge model: {problem}")
+    shape = {key: value[0] for key, value in declared.items()}
+    D, classes = shape["dictionary"], shape["classes"]
+    n_outputs = (1 if classes == (2,) else classes[0]) if len(classes) == 1 else -1
+    expected = {"weights": (*D[1:], n_outputs), "preprocess_mean": D[:1], "preprocess_scale": D[:1],
+                **{key: () for key in ("format", "format_version", "alpha", "preprocess", "meta")}}
+    wrong = [f"{key} {shape[key]}" for key, want in expected.items() if shape.get(key, want) != want]
+    wrong += [f"{key} of {dtype}" for key, (_, dtype) in declared.items() if dtype.itemsize > 4 * MAX_TEXT]
+    if len(D) != 2 or wrong:
+        raise ValueError(f"its arrays disagree with dictionary {D} and classes {classes}: {', '.join(wrong)}")
 
 
 def _text(arrays: dict[str, np.ndarray], key: str, source: str) -> str:
@@ -400,78 +401,3 @@ def _text(arrays: dict[str, np.ndarray], key: str, source: str) -> str:
     if value.shape != () or value.dtype.kind != "U":
         raise ValueError(f"{source}: {key} must be a text scalar")
     return str(value)
-
-
-def check_output_path(path: str | os.PathLike, suffixes: str | tuple[str, ...], what: str,
-                      inputs: dict[str, str | os.PathLike] | None = None) -> Path:
-    """``path`` if a file can be written there: its suffix one of ``suffixes`` (e.g. ".npz"), its
-    folder existing, and no file of ``inputs`` (name in the message -> path, e.g. {"--data": ...})
-    that writing it would destroy. Called before long work, so that a typo does not lose the work;
-    ``what`` names the path in the message ("--out", "the figure")."""
-    path = Path(path)
-    for name, source in (inputs or {}).items():
-        if path.exists() and Path(source).exists() and os.path.samefile(path, source):
-            raise ValueError(f"{what} {path} is the file {name} reads; writing it would destroy that "
-                             "input: give another path")
-    suffixes = (suffixes,) if isinstance(suffixes, str) else suffixes
-    _check_has_stem(path, suffixes)
-    if path.suffix.lower() not in suffixes:
-        raise ValueError(f"{what} must be a {', '.join(suffixes)} file, got {path.name or str(path)!r}")
-    if not (path.parent if str(path.parent) else Path(".")).is_dir():
-        raise ValueError(f"cannot write {path}: folder {path.parent} does not exist")
-    if path.is_dir():
-        raise ValueError(f"cannot write {path}: it is a folder")
-    folder = path.parent if str(path.parent) else Path(".")
-    try:  # a real probe: permissions, read-only mounts and special folders such as /proc alike
-        with tempfile.TemporaryFile(dir=folder):
-            pass
-    except OSError as err:
-        raise cannot_write(path, err) from None
-    return path
-
-
-def _check_has_stem(path: Path, suffixes: tuple[str, ...]) -> None:
-    """Refuse a file name that is one of ``suffixes`` alone (".npz"): ``Path(".npz").suffix`` is
-    "", so a suffix check would refuse it as "got '.npz'", the very suffix it asks for."""
-    if path.name.startswith(".") and path.name.lower() in suffixes:  # not "." itself
-        raise ValueError(f"cannot write {path}: its name {path.name!r} is a suffix alone; "
-                         f"give the file a name before {path.name!r}")
-
-
-def cannot_write(path: Path, err: OSError) -> ValueError:
-    """The error for ``path``, whose folder exists but refused a new file or folder (``err``). It
-    names the user's path, not a temp file's; /proc refuses with "No such file or directory",
-    which would read as a missing folder, so that one says what it means."""
-    folder = path.parent if str(path.parent) else Path(".")
-    why = "it does not accept new files" if err.errno == errno.ENOENT else err.strerror or str(err)
-    return ValueError(f"cannot write {path}: folder {folder} is not writable ({why})")
-
-
-def write_atomically(path: str | os.PathLike, write) -> None:
-    """Call ``write(file)`` on a temp file beside ``path``, then rename it over ``path``.
-
-    A crash or error mid-write leaves ``path`` untouched and no temp file behind.
-    """
-    path = Path(path)
-    folder = path.parent if str(path.parent) else Path(".")
-    if not folder.is_dir():
-        raise ValueError(f"cannot write {path}: folder {folder} does not exist")
-    if path.is_dir():
-        raise ValueError(f"cannot write {path}: it is a folder")
-    try:
-        # a short name: ".{name}.XXXXXXXX.tmp" in full passed the 255-byte limit of names that
-        # fit it themselves (80 CJK characters), after check_output_path had accepted them
-        fd, tmp = tempfile.mkstemp(prefix=f".{path.name[:32]}.", suffix=".tmp", dir=folder)
-    except OSError as err:
-        raise cannot_write(path, err) from None
-    try:
-        with os.fdopen(fd, "wb") as f:
-            write(f)
-            f.flush()
-            os.fsync(f.fileno())
-        os.chmod(tmp, 0o644)
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise

@@ -1,11 +1,9 @@
 """What a ``.onnx`` file says without onnx or onnxruntime: its ``lastedge`` metadata, the widths of
 the graph's input and output, and the element types of its weights, read from the protobuf wire
-format directly.
+format directly (:mod:`.protobuf`, bounds-checked: a truncated or hostile file raises
+``ValueError`` at once, with no allocation beyond the file and no endless loop).
 
-For ``lastedge inspect`` on a device that has a TFLite interpreter only. Bounds-checked as
-:mod:`.flatbuffer` is: every length is checked against the bytes left before anything is read, a
-varint is at most 10 bytes and every field read moves forward, so a truncated or hostile file
-raises ``ValueError`` at once (no allocation beyond the file, no endless loop). The file is
+For ``lastedge inspect`` on a device that has a TFLite interpreter only. The file is
 memory-mapped, not read into memory.
 """
 
@@ -15,14 +13,12 @@ import mmap
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterator, NamedTuple
+from typing import NamedTuple
 
+from . import protobuf as pb
+from .bounded import open_regular
 from .files import METADATA_KEY, Header, parse_header
-
-# Protobuf wire types (groups, 3 and 4, are deprecated and never written by onnx).
-VARINT, FIXED64, LENGTH, FIXED32 = 0, 1, 2, 5
-FIXED_BYTES = {FIXED64: 8, FIXED32: 4}
-MAX_VARINT_BYTES = 10  # 64 bits, 7 per byte
+from .protobuf import Span
 
 # Field numbers of onnx.proto3 that this reader follows.
 MODEL_GRAPH, MODEL_METADATA = 7, 14  # ModelProto.graph, .metadata_props
@@ -38,7 +34,6 @@ DIM_VALUE, DIM_PARAM = 1, 2  # TensorShapeProto.Dimension
 # TensorProto.DataType: FLOAT, and the 8-bit integers of quantized weights (UINT8, INT8).
 FLOAT, EIGHT_BIT = 1, (2, 3)
 
-Span = tuple[int, int]  # [start, end) of a length-delimited field
 Dim = int | str | None  # a dimension: its size, its symbolic name, or unknown
 
 
@@ -66,7 +61,7 @@ def read_onnx_summary(path: str | os.PathLike) -> OnnxSummary:
     agree with the metadata). Raises ``ValueError`` naming the problem for a truncated, malformed
     or foreign file."""
     path = Path(path)
-    with open(path, "rb") as f:
+    with open_regular(path) as f:
         if os.fstat(f.fileno()).st_size == 0:
             raise ValueError(f"{path} is empty")
         with mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as data:
@@ -95,11 +90,11 @@ def _weights_precision(types: list[int]) -> str:
 def _model(data: mmap.mmap) -> tuple[bytes | None, Span | None]:
     """The ``lastedge`` metadata value (None if absent) and the graph's span of a ModelProto."""
     metadata, graph = None, None
-    for number, wire, value in _fields(data, 0, len(data)):
+    for number, wire, value in pb.fields(data, 0, len(data)):
         if number == MODEL_GRAPH:
-            graph = _span(number, wire, value)
+            graph = pb.span(number, wire, value)
         elif number == MODEL_METADATA:
-            key, text = _entry(data, _span(number, wire, value))
+            key, text = entry(data, pb.span(number, wire, value))
             if key == METADATA_KEY.encode():
                 metadata = text
     return metadata, graph
@@ -110,59 +105,59 @@ def _graph(data: mmap.mmap, graph: Span | None) -> tuple[list[Tensor], list[Tens
     if graph is None:
         raise ValueError("it has no graph")
     inputs, outputs, initializers = [], [], {}
-    for number, wire, value in _fields(data, *graph):
+    for number, wire, value in pb.fields(data, *graph):
         if number == GRAPH_INITIALIZER:
-            name, data_type = _initializer(data, _span(number, wire, value))
+            name, data_type = _initializer(data, pb.span(number, wire, value))
             initializers[name] = data_type
         elif number in (GRAPH_INPUT, GRAPH_OUTPUT):
-            (inputs if number == GRAPH_INPUT else outputs).append(_value_info(data, _span(number, wire, value)))
+            (inputs if number == GRAPH_INPUT else outputs).append(value_info(data, pb.span(number, wire, value)))
     return [i for i in inputs if i.name not in initializers], outputs, list(initializers.values())
 
 
-def _entry(data: mmap.mmap, span: Span) -> tuple[bytes, bytes]:
+def entry(data: mmap.mmap, span: Span) -> tuple[bytes, bytes]:
     """(key, value) of a StringStringEntryProto (metadata_props)."""
     key, text = b"", b""
-    for number, wire, value in _fields(data, *span):
+    for number, wire, value in pb.fields(data, *span):
         if number == ENTRY_KEY:
-            key = _bytes(data, _span(number, wire, value))
+            key = pb.text(data, pb.span(number, wire, value))
         elif number == ENTRY_VALUE:
-            text = _bytes(data, _span(number, wire, value))
+            text = pb.text(data, pb.span(number, wire, value))
     return key, text
 
 
 def _initializer(data: mmap.mmap, span: Span) -> tuple[str, int]:
     """(name, element type) of a TensorProto."""
     name, data_type = b"", 0
-    for number, wire, value in _fields(data, *span):
+    for number, wire, value in pb.fields(data, *span):
         if number == TENSOR_NAME:
-            name = _bytes(data, _span(number, wire, value))
+            name = pb.text(data, pb.span(number, wire, value))
         elif number == TENSOR_DATA_TYPE:
-            data_type = _int(number, wire, value)
+            data_type = pb.integer(number, wire, value)
     return name.decode(errors="replace"), data_type
 
 
-def _value_info(data: mmap.mmap, span: Span) -> Tensor:
+def value_info(data: mmap.mmap, span: Span) -> Tensor:
     """A ValueInfoProto."""
     name, elem_type, shape = b"", 0, []
-    for number, wire, value in _fields(data, *span):
+    for number, wire, value in pb.fields(data, *span):
         if number == VALUE_NAME:
-            name = _bytes(data, _span(number, wire, value))
+            name = pb.text(data, pb.span(number, wire, value))
         elif number == VALUE_TYPE:
-            for t_number, t_wire, t_value in _fields(data, *_span(number, wire, value)):
+            for t_number, t_wire, t_value in pb.fields(data, *pb.span(number, wire, value)):
                 if t_number == TYPE_TENSOR:
-                    elem_type, shape = _tensor_type(data, _span(t_number, t_wire, t_value))
+                    elem_type, shape = _tensor_type(data, pb.span(t_number, t_wire, t_value))
     return Tensor(name.decode(errors="replace"), elem_type, shape)
 
 
 def _tensor_type(data: mmap.mmap, span: Span) -> tuple[int, list[Dim]]:
     """(element type, shape) of a TypeProto.Tensor."""
     elem_type, shape = 0, []
-    for number, wire, value in _fields(data, *span):
+    for number, wire, value in pb.fields(data, *span):
         if number == TENSOR_ELEM_TYPE:
-            elem_type = _int(number, wire, value)
+            elem_type = pb.integer(number, wire, value)
         elif number == TENSOR_SHAPE:
-            shape = [_dim(data, _span(d_number, d_wire, d_value))
-                     for d_number, d_wire, d_value in _fields(data, *_span(number, wire, value))
+            shape = [_dim(data, pb.span(d_number, d_wire, d_value))
+                     for d_number, d_wire, d_value in pb.fields(data, *pb.span(number, wire, value))
                      if d_number == SHAPE_DIM]
     return elem_type, shape
 
@@ -170,68 +165,10 @@ def _tensor_type(data: mmap.mmap, span: Span) -> tuple[int, list[Dim]]:
 def _dim(data: mmap.mmap, span: Span) -> Dim:
     """A dimension's size (int64, so a negative one reads as such), name, or None when unset."""
     dim: Dim = None
-    for number, wire, value in _fields(data, *span):
+    for number, wire, value in pb.fields(data, *span):
         if number == DIM_VALUE:
-            size = _int(number, wire, value)
-            dim = size - (1 << 64) if size >= 1 << 63 else size
+            size = pb.integer(number, wire, value)
+            dim = pb.signed(size)
         elif number == DIM_PARAM:
-            dim = _bytes(data, _span(number, wire, value)).decode(errors="replace")
+            dim = pb.text(data, pb.span(number, wire, value)).decode(errors="replace")
     return dim
-
-
-def _fields(data: mmap.mmap, start: int, end: int) -> Iterator[tuple[int, int, int | Span]]:
-    """(field number, wire type, value) of each field of the message in ``data[start:end]``: a
-    varint's value, or the span of a length-delimited or fixed-size field's bytes."""
-    pos = start
-    while pos < end:
-        at = pos
-        key, pos = _varint(data, pos, end)
-        number, wire = key >> 3, key & 7
-        if number == 0:
-            raise ValueError(f"field number 0 at byte {at}")
-        if wire == VARINT:
-            value, pos = _varint(data, pos, end)
-            yield number, wire, value
-            continue
-        if wire == LENGTH:
-            size, pos = _varint(data, pos, end)
-        elif wire in FIXED_BYTES:
-            size = FIXED_BYTES[wire]
-        else:
-            raise ValueError(f"field {number} at byte {at} has wire type {wire}, which onnx does not write")
-        if size > end - pos:
-            raise ValueError(f"field {number} at byte {at} claims {size} bytes, {end - pos} remain "
-                             "(truncated or corrupt)")
-        yield number, wire, (pos, pos + size)
-        pos += size
-
-
-def _varint(data: mmap.mmap, pos: int, end: int) -> tuple[int, int]:
-    """The varint at ``pos`` and the position after it."""
-    value = 0
-    for i in range(MAX_VARINT_BYTES):
-        if pos + i >= end:
-            raise ValueError(f"a number at byte {pos} runs past the end of its message (truncated)")
-        byte = data[pos + i]
-        value |= (byte & 0x7F) << (7 * i)
-        if not byte & 0x80:
-            return value, pos + i + 1
-    raise ValueError(f"the number at byte {pos} is longer than {MAX_VARINT_BYTES} bytes")
-
-
-def _span(number: int, wire: int, value: int | Span) -> Span:
-    """The span of a length-delimited field, refusing one of another wire type."""
-    if wire != LENGTH:
-        raise ValueError(f"field {number} has wire type {wire}, expected {LENGTH} (length-delimited)")
-    return value  # type: ignore[return-value]  # a span for LENGTH
-
-
-def _int(number: int, wire: int, value: int | Span) -> int:
-    """The value of a varint field, refusing one of another wire type."""
-    if wire != VARINT:
-        raise ValueError(f"field {number} has wire type {wire}, expected {VARINT} (varint)")
-    return value  # type: ignore[return-value]  # an int for VARINT
-
-
-def _bytes(data: mmap.mmap, span: Span) -> bytes:
-    return data[span[0]:span[1]]
