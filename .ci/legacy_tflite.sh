@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Run the TFLite export tests in the legacy tflite-runtime interpreter (2.14, the last release:
+# Run the TFLite export tests, the graph checks and the fuzz run in the legacy tflite-runtime interpreter (2.14, the last release:
 # Python <= 3.11, numpy < 2), which cannot share the main environment (numpy 2).
 # Usage: .ci/legacy_tflite.sh [VENV_DIR]   (default: a temp dir, removed afterwards)
 # PYTHON selects the interpreter (default python3.11, else python3).
@@ -28,4 +28,5 @@ fi
 cd "$root"
 "$venv/bin/python" -c 'import numpy, tflite_runtime; print("numpy", numpy.__version__, "tflite_runtime", tflite_runtime.__version__)'
 "$venv/bin/python" -m pytest -q -p no:cacheprovider -m "" tests/export/test_tflite_legacy.py \
-    tests/runtime/test_tflite_legacy.py tests/runtime/test_tflite_check.py
+    tests/runtime/test_tflite_legacy.py tests/runtime/test_tflite_check.py tests/runtime/test_graph_check.py \
+    tests/runtime/test_bounded_reads.py tests/runtime/test_fuzz_model_files.py

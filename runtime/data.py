@@ -20,9 +20,10 @@ from typing import Any, TextIO
 
 import numpy as np
 
+from .bounded import NPY_HEADER_ERRORS, check_declared_sizes, open_regular
 from .idx import IDX_PARTS, idx_files, read_idx
 from .images import image_split, read_image_folder
-from .model import NPZ_ERRORS, check_declared_sizes
+from .model import NPZ_ERRORS, ZIP_MAGIC
 
 NPZ_KEYS = ("X_train", "y_train", "X_test", "y_test")
 MAX_COLUMNS_SHOWN = 8  # of a CSV header, in an error naming a label column it lacks
@@ -72,6 +73,8 @@ def load_dataset(source: str, *, label_column: str | int = -1, test_size: float 
     if path.is_dir():
         return _load_folder(path, test_size, random_state, image_size)
     if not path.is_file():
+        if path.exists():
+            open_regular(path).close()  # refuses a FIFO or device, naming it
         raise ValueError(f"data source {source!r} is neither 'digits' nor an existing file or folder")
     suffix = path.suffix.lower() or path.name.lower()  # Path(".csv").suffix is ""
     if suffix == ".npz":
@@ -151,13 +154,24 @@ def _load_idx(folder: Path, found: dict[tuple[str, str], Path]) -> Dataset:
 
 
 def _load_npz(path: Path) -> Dataset:
-    try:
-        archive = np.load(path, allow_pickle=False)
-    except (*NPZ_ERRORS, ValueError) as err:  # ValueError: pickled/garbled
-        raise ValueError(f"cannot read {path.name} as .npz: {err}") from None
-    if not isinstance(archive, np.lib.npyio.NpzFile):
-        raise ValueError(f"{path.name} is a single .npy array, not an .npz archive with "
-                         f"{', '.join(NPZ_KEYS)}")
+    with open_regular(path) as f:
+        head = f.read(6)
+        if head == b"\x93NUMPY":  # read, numpy would allocate the shape its header declares
+            raise ValueError(f"{path.name} is a single .npy array, not an .npz archive with "
+                             f"{', '.join(NPZ_KEYS)}")
+        if not head.startswith(ZIP_MAGIC):
+            raise ValueError(f"cannot read {path.name} as .npz: it is no zip archive")
+        f.seek(0)
+        try:
+            archive = np.load(f, allow_pickle=False)
+        except NPZ_ERRORS as err:
+            raise ValueError(f"cannot read {path.name} as .npz: {err}") from None
+        return _read_npz(path, archive)
+
+
+def _read_npz(path: Path, archive: np.lib.npyio.NpzFile) -> Dataset:
+    """The parts of an open data archive, each checked against the memory available before it
+    is read (a few MB of deflated zeros can declare gigabytes)."""
     with archive:
         missing = [k for k in NPZ_KEYS[:2] if k not in archive.files]
         if missing:
@@ -165,10 +179,10 @@ def _load_npz(path: Path) -> Dataset:
                              "X_test and y_test are optional)")
         if ("X_test" in archive.files) != ("y_test" in archive.files):
             raise ValueError(f"{path.name} has only one of X_test and y_test (give both or neither)")
-        try:
-            check_declared_sizes(archive.zip, None, NPZ_KEYS)
+        try:  # read, and converted to float later: twice their size
+            check_declared_sizes(archive.zip, None, NPZ_KEYS, copies=2)
             arrays = {k: archive[k] for k in NPZ_KEYS if k in archive.files}
-        except (*NPZ_ERRORS, ValueError) as err:
+        except (*NPZ_ERRORS, *NPY_HEADER_ERRORS) as err:
             raise ValueError(f"cannot read the arrays of {path.name}: {err}") from None
     _check_part(arrays["X_train"], arrays["y_train"], f"{path.name} X_train/y_train")
     if not len(arrays["X_train"]):

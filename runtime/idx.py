@@ -15,6 +15,8 @@ from pathlib import Path
 
 import numpy as np
 
+from .bounded import check_fits_memory
+
 # type code -> dtype of the values (big-endian, as the format stores them)
 IDX_TYPES = {0x08: np.dtype("u1"), 0x09: np.dtype("i1"), 0x0B: np.dtype(">i2"),
              0x0C: np.dtype(">i4"), 0x0D: np.dtype(">f4"), 0x0E: np.dtype(">f8")}
@@ -57,6 +59,8 @@ def read_idx(path: str | Path) -> np.ndarray:
             if ndim > MAX_IDX_DIMS:  # numpy could not shape the values
                 raise ValueError(f"{path.name} declares {ndim} dimensions, more than the {MAX_IDX_DIMS} "
                                  "an array may have")
+            # the bytes, their array in native order, and the float32 rows a data set makes of it
+            check_fits_memory(2 * size + 4 * math.prod(shape), f"{path.name} (shape {shape})")
             data = f.read(size)
             extra = len(f.read(1))
     except (OSError, EOFError, zlib.error) as err:  # gzip.BadGzipFile is an OSError

@@ -80,7 +80,7 @@ def _check(data: bytes, header: Header, source: str) -> None:
     last = _follow(data, operators, tensors, inputs[0], widths, source)
     if last != outputs[0]:
         raise refusal(source, "its output", f"tensor {outputs[0]}, not the last op's result {last}")
-    _check_types(operators, data, tensors, inputs[0], header, source)
+    _check_types(operators, data, tensors, header, source)
 
 
 def _tensor(data: bytes, tensor: int, index: int, constants: list[bool],
@@ -150,20 +150,17 @@ def _check_options(data: bytes, operator: int, index: int, where: str, source: s
         raise refusal(source, where, f"activation {activation}, shuffled weights or kept dimensions")
 
 
-def _check_types(operators: list[int], data: bytes, tensors: list, rows: int, header: Header,
-                 source: str) -> None:
-    """The rows', weights' and biases' types are those of the precision the metadata declares."""
+def _check_types(operators: list[int], data: bytes, tensors: list, header: Header, source: str) -> None:
+    """The rows', weights' and biases' types are those of a precision the metadata allows."""
     kinds = precision_kinds(header, source)
-    if len(kinds) > 1:  # a file that predates the precision's record
-        return
-    rows_type, weights_type, bias_type = TYPES[kinds[0]]
     for index, operator in enumerate(operators):
         ins, outs = _ints(data, operator, 1), _ints(data, operator, 2)
         found = [tensors[i][1] for i in (*ins, *outs) if i >= 0]
-        expected = [rows_type, weights_type] + [bias_type] * (len(found) - 3) + [rows_type]
-        if found != expected:
+        expected = {kind: [rows, weights] + [bias] * (len(found) - 3) + [rows]
+                    for kind, (rows, weights, bias) in TYPES.items() if kind in kinds}
+        if found not in expected.values():
             raise refusal(source, f"op {index} (FULLY_CONNECTED)", f"tensor types {found}; its "
-                          f"metadata declares {kinds[0]}, whose types are {expected}")
+                          f"metadata allows {' or '.join(f'{k} {v}' for k, v in expected.items())}")
 
 
 def _ints(data: bytes, table: int, index: int) -> list[int]:

@@ -1,13 +1,18 @@
-"""Fixtures of the runtime tests: hard rows for a model, and the runtime's own parity check."""
+"""Fixtures of the runtime tests: hard rows for a model, the runtime's own parity check, and the
+fuzz harness (``fuzz.py`` and its modules, beside this file)."""
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
 
 from lastedge.runtime import Model, load
+
+# The fuzz harness's modules import each other by name, and its worker runs as a script from here.
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 
 def build_hard_rows(model: Model, X: np.ndarray) -> np.ndarray:
@@ -42,3 +47,25 @@ def hard_rows():
 def assert_parity():
     """``check_parity``: a file's scores against the reference model (fp32 tight, int8 by agreement)."""
     return check_parity
+
+
+@pytest.fixture(scope="session")
+def fuzz():
+    """``fuzz.py``: ``campaign``, ``run_cases`` and their ``Report``."""
+    import fuzz
+
+    return fuzz
+
+
+@pytest.fixture(scope="session")
+def fuzz_cases():
+    """``fuzz_cases.py``: the files lastedge writes and the hostile ones."""
+    import fuzz_cases
+
+    return fuzz_cases
+
+
+@pytest.fixture(scope="session")
+def base_files(fuzz_cases, tmp_path_factory):
+    """Every kind of model file lastedge writes here (``fuzz_cases.model_files``), by name."""
+    return fuzz_cases.model_files(tmp_path_factory.mktemp("base"))

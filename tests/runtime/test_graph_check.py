@@ -1,0 +1,138 @@
+"""Only lastedge-shaped graphs run (issue 54): every file the exporters write passes the graph
+check, and the hostile files of the issue (and their kin) are refused naming the file and the
+first offending op, before any interpreter sees them."""
+
+from __future__ import annotations
+
+import itertools
+import json
+
+import numpy as np
+import pytest
+
+from lastedge.runtime import Model, Preprocess, load
+from lastedge.runtime.files import parse_header, tflite_metadata
+from lastedge.runtime.onnx_check import check_onnx_graph
+from lastedge.runtime.tflite_graph import check_tflite_graph
+
+KINDS = ("none", "standardize", "l2", "center-l2")
+
+
+def models():
+    """(model, calibration rows) for each preprocessing, binary and with four classes."""
+    rng = np.random.default_rng(0)
+    for kind, classes in itertools.product(KINDS, (2, 4)):
+        X = rng.normal(size=(100, 7)).astype(np.float32)
+        preprocess = Preprocess(kind, X.mean(0), X.std(0)) if kind == "standardize" else Preprocess(kind)
+        outputs = 1 if classes == 2 else classes
+        yield Model(rng.normal(size=(7, 9)), rng.normal(size=(9, outputs)), np.arange(classes), 1.0, preprocess), X
+
+
+ONNX_OPTIONS = {"fp32": [{}], "int8": [{"int8": True, "per_channel": per_channel, "signed_weights": signed}
+                                       for per_channel in (True, False) for signed in (False, True)],
+                "int8-dynamic": [{"int8": True, "dynamic": True, "signed_weights": signed} for signed in (False, True)]}
+
+
+@pytest.mark.parametrize("precision", ONNX_OPTIONS)
+def test_every_onnx_file_the_exporter_writes_passes(tmp_path, precision):
+    pytest.importorskip("onnx")
+    pytest.importorskip("onnxruntime")
+    from lastedge.export import to_onnx
+
+    for (model, X), options, in_graph in itertools.product(models(), ONNX_OPTIONS[precision], (False, True)):
+        calibration = X if precision == "int8" else None
+        path = to_onnx(model, tmp_path / "m.onnx", calibration=calibration, with_preprocessing=in_graph, **options)
+        header = check_onnx_graph(path.read_bytes(), str(path))
+        assert header.preprocess_in_graph == (in_graph and model.preprocess.kind != "none")
+        predictor = load(path)
+        assert predictor.decision_function(X[:3]).shape[0] == 3
+
+
+@pytest.mark.parametrize("options", [{}, {"int8": True}, {"int8": True, "per_channel": True},
+                                     {"int8": True, "dynamic": True}], ids=["fp32", "int8", "int8-channels", "dynamic"])
+def test_every_tflite_file_the_exporter_writes_passes(tmp_path, options):
+    pytest.importorskip("tflite")
+    from lastedge.export import to_tflite
+
+    for model, X in models():
+        calibration = X if options.get("int8") and not options.get("dynamic") else None
+        path = to_tflite(model, tmp_path / "m.tflite", calibration=calibration, **options)
+        data = path.read_bytes()
+        check_tflite_graph(data, parse_header(tflite_metadata(data), str(path)), str(path))
+
+
+def test_the_harness_files_that_lastedge_writes_all_load(base_files):
+    for name, path in base_files.items():
+        predictor = load(path)
+        assert predictor.predict(np.zeros((2, predictor.n_features))).shape == (2,), name
+
+
+# hostile file -> what the refusal names: the first offending op, or the metadata's claim
+HOSTILE = {
+    "tflite-while-recursion.tflite": r"operator code 0 \(WHILE\)",
+    "tflite-while-forever.tflite": r"operator code 0 \(WHILE\)",
+    "tflite-fill.tflite": r"operator code 0 \(FILL\)",
+    "tflite-tile.tflite": r"operator code 0 \(TILE\)",
+    "tflite-second-subgraph.tflite": "its subgraphs: 2",
+    "tflite-three-layers.tflite": "its operators: 3",
+    "tflite-atoms-disagree.tflite": "n_atoms 10",
+    "tflite-claims-preprocessing.tflite": "it says the preprocessing is in the graph",
+    "tflite-claims-int8.tflite": "op 0 .*metadata allows int8",
+    "onnx-loop-2e31.onnx": r"node 0 \(Loop\): attribute 'body' holds a graph",
+    "onnx-loop-1e15.onnx": r"node 0 \(Loop\)",
+    "onnx-constant-of-shape.onnx": r"node 0 \(ConstantOfShape\)",
+    "onnx-square.onnx": r"node 0 \(MatMul\): shape \[2000, 2000\] is larger than any constant",
+    "onnx-broadcast-rows.onnx": r"node 0 \(Sub\): shapes .* broadcast only for some batch sizes",
+    "onnx-external-data.onnx": "external_data",
+    "onnx-function.onnx": "functions",
+    "onnx-claims-preprocessing.onnx": "it says the center-l2 preprocessing is in the graph, which has no Abs",
+    "onnx-claims-int8.onnx": r"node 0 \(MatMul\)",
+    "onnx-claims-signed-weights.onnx": "its metadata says int8 weights",
+    "npz-bomb.npz": "expand .* more than 32 times",
+    "npz-extra-member-bomb.npz": "expand .* more than 32 times",
+    "npz-version-negative.npz": "unsupported format_version",
+    "npz-version-future.npz": "unsupported format_version",
+    "npz-header-tokenerror.npz": r"dictionary.npy has a corrupt .npy header \(TokenError",
+    "npz-header-syntaxerror.npz": r"dictionary.npy has a corrupt .npy header \(SyntaxError",
+    "fifo.npz": "is a FIFO",
+    "fifo.onnx": "is a FIFO",
+    "fifo.tflite": "is a FIFO",
+    "dev-zero": "is a character device",
+}
+
+
+@pytest.fixture(scope="module")
+def hostile(fuzz_cases, base_files, tmp_path_factory):
+    return fuzz_cases.hostile_models(tmp_path_factory.mktemp("hostile"), base_files, chunks=16)
+
+
+@pytest.mark.parametrize("name", HOSTILE)
+def test_a_hostile_model_file_is_refused_naming_the_file_and_what_is_wrong(hostile, name):
+    if name not in hostile:
+        pytest.skip(f"{name}: its writer (onnx or tflite) is not installed")
+    path = hostile[name]
+    with pytest.raises(ValueError, match=HOSTILE[name]) as refused:
+        load(path)
+    assert str(path) in str(refused.value)
+
+
+def test_trust_runs_a_graph_of_ones_own(hostile, tmp_path):
+    """The metadata's claim is the check's, not the interpreter's: trusted, the file runs."""
+    if "onnx-claims-preprocessing.onnx" not in hostile:
+        pytest.skip("onnx is not installed")
+    predictor = load(hostile["onnx-claims-preprocessing.onnx"], trust=True)
+    assert predictor.preprocess_in_graph and predictor.predict(np.zeros((1, predictor.n_features))).shape == (1,)
+
+
+def test_metadata_must_agree_with_the_tflite_precision(tmp_path):
+    """An int8 file whose metadata says fp32 is refused by its tensors' types."""
+    pytest.importorskip("tflite")
+    from lastedge.export import to_tflite
+
+    model, X = next(models())
+    path = to_tflite(model, tmp_path / "q.tflite", int8=True, calibration=X)
+    data = path.read_bytes()
+    header = parse_header(tflite_metadata(data), str(path))
+    fields = {**header.fields, "precision": "fp32", "quantization": None}
+    with pytest.raises(ValueError, match=r"op 0 \(FULLY_CONNECTED\): tensor types \[9, 9, 2, 9\]"):
+        check_tflite_graph(data, parse_header(json.dumps(fields), str(path)), str(path))
