@@ -31,6 +31,9 @@ REDUCTIONS = {"ReduceMax", "ReduceMean", "ReduceSumSquare"}
 # op -> (inputs required, inputs at most); every op has one output but DynamicQuantizeLinear
 ARITY = {"MatMul": (2, 2), "MatMulInteger": (2, 4), "Gemm": (2, 3), "Sub": (2, 2), "Div": (2, 2),
          "Mul": (2, 2), "Max": (1, 2), "QuantizeLinear": (2, 3), "DequantizeLinear": (2, 3)}
+# inputs that may be left out (named ""): biases and zero points; onnxruntime 1.32 crashed
+# (SIGSEGV) running a Max whose second input was left out
+OPTIONAL_INPUTS = {"Gemm": {2}, "MatMulInteger": {2, 3}, "QuantizeLinear": {2}, "DequantizeLinear": {2}}
 EIGHT_BIT = {"uint8": 2, "int8": 3}  # TensorProto.DataType of quantized weights
 CONSTANT_TYPES = {FLOAT, 2, 3, 6}  # float, uint8, int8, int32
 
@@ -131,7 +134,9 @@ class _Shapes:
     def run(self, node: Node, where: str) -> None:
         """Follow ``node``: check its inputs are defined and set its outputs' shapes."""
         low, high = ARITY.get(node.op_type, (1, 1))
-        if not low <= len(node.inputs) <= high or any(not name for name in node.inputs[:low]):
+        optional = OPTIONAL_INPUTS.get(node.op_type, set())
+        if not low <= len(node.inputs) <= high or any(
+                not name and i not in optional for i, name in enumerate(node.inputs)):
             raise refusal(self.source, where, f"{len(node.inputs)} input(s) {list(node.inputs)}")
         undefined = [name for name in node.inputs if name and name not in self.shapes]
         if undefined:

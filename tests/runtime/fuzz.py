@@ -15,6 +15,7 @@ from __future__ import annotations
 import argparse
 import importlib.util
 import json
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -193,16 +194,20 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--cases", type=int, default=10_000)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--chunks", type=int, default=96, help="16 MiB of zeros per bomb (96: 1.5 GiB)")
-    parser.add_argument("--folder", type=Path, default=None, help="keep the files here (default: a temp folder)")
+    parser.add_argument("--folder", type=Path, default=None,
+                        help="write the files here and keep them (default: a temp folder, kept on failure)")
     args = parser.parse_args(argv)
-    with tempfile.TemporaryDirectory(prefix="lastedge-fuzz-") as temp:
-        folder = args.folder or Path(temp)
-        started = time.monotonic()
-        cases = campaign(folder, args.seed, args.cases, args.chunks)
-        report = run_cases(cases, folder / "run")
-        print(report.summary())
-        print(f"backends: {backends()}; {time.monotonic() - started:.0f} s in all")
-    return 1 if report.failures() or report.wrong else 0
+    folder = args.folder or Path(tempfile.mkdtemp(prefix="lastedge-fuzz-"))
+    started = time.monotonic()
+    report = run_cases(campaign(folder, args.seed, args.cases, args.chunks), folder / "run")
+    print(report.summary())
+    print(f"backends: {backends()}; {time.monotonic() - started:.0f} s in all")
+    failed = bool(report.failures() or report.wrong)
+    if failed:
+        print(f"the files are kept in {folder}")
+    elif args.folder is None:
+        shutil.rmtree(folder)
+    return 1 if failed else 0
 
 
 if __name__ == "__main__":

@@ -188,6 +188,11 @@ def _hostile_onnx(folder: Path, base: dict[str, Path]) -> dict[str, Path]:
     lies = {"onnx-claims-preprocessing": ("fp32.onnx", {"preprocess_in_graph": True}),
             "onnx-claims-int8": ("fp32.onnx", {"precision": "int8", "quantization": {"mode": "static"}}),
             "onnx-claims-signed-weights": ("int8.onnx", {"quantization": {"mode": "static", "weights": "int8"}})}
+    proto = onnx.load(base["dynamic-graph.onnx"])  # found by the fuzz run: onnxruntime 1.32 crashed
+    next(node for node in proto.graph.node if node.op_type == "Max").input[1] = ""
+    o.save(proto, json.loads(next(p.value for p in proto.metadata_props if p.key == "lastedge")),
+           folder / "onnx-empty-input.onnx")
+    files["onnx-empty-input.onnx"] = folder / "onnx-empty-input.onnx"
     for name, (source, changes) in lies.items():
         proto = onnx.load(base[source])
         recorded = json.loads(next(p.value for p in proto.metadata_props if p.key == "lastedge"))

@@ -85,6 +85,7 @@ HOSTILE = {
     "onnx-broadcast-rows.onnx": r"node 0 \(Sub\): shapes .* broadcast only for some batch sizes",
     "onnx-external-data.onnx": "external_data",
     "onnx-function.onnx": "functions",
+    "onnx-empty-input.onnx": r"node \d+ \(Max\): 2 input\(s\) \['\w+', ''\]",
     "onnx-claims-preprocessing.onnx": "it says the center-l2 preprocessing is in the graph, which has no Abs",
     "onnx-claims-int8.onnx": r"node 0 \(MatMul\)",
     "onnx-claims-signed-weights.onnx": "its metadata says int8 weights",
