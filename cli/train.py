@@ -161,21 +161,21 @@ def run_train(args: argparse.Namespace) -> int:
             if args.method != "last" and estimator.verbose:  # its step trials, a third or more of the
                 print(step_trials_notice(estimator), file=sys.stderr, flush=True)  # time, show no bar
             estimator.fit(data.X_train, data.y_train, monitor=stop)
+            # written before anything else (scoring takes long on large data): a Ctrl-C from the fit's
+            # end to here only asks to stop, one later finds the model saved
+            summary = _provenance(args, estimator, data, selection, stop)
+            _save(estimator, out, summary)
     for warning in caught:
         print(f"lastedge train: warning: {str(warning.message).splitlines()[0]}", file=sys.stderr)
-    summary = _evaluate(estimator, data)
-    if Path(args.data).suffix.lower() == ".csv":  # export --calibration reads the same column by default
-        summary["data"]["label_column"] = args.label_column
-    if selection is not None:
-        summary["selection"] = selection
-    if stop.stopped_after is not None:
-        summary["interrupted"] = (_interrupted_sgd_record(estimator) if args.method != "last" else
-                                  {"after_dca_iteration": stop.stopped_after,
-                                   "max_dca_iter": int(estimator.max_dca_iter)})
-    model = estimator.to_model()
-    provenance = {key: summary[key] for key in ("data", "metrics", "selection", "interrupted") if key in summary}
-    model = dataclasses.replace(model, meta={**model.meta, **provenance})
-    model.save(out)
+    try:
+        if stop.requested and stop.stopped_after is None:
+            raise KeyboardInterrupt  # pressed once the fit had finished
+        summary["metrics"] = _metrics(estimator, data)
+    except KeyboardInterrupt:
+        print(f"lastedge train: interrupted after the fit: {out} holds the fitted model, without its "
+              "accuracy", file=sys.stderr)
+        return 130
+    model = _save(estimator, out, summary)  # again, with its accuracy
     summary["model"] = {"path": str(out), "size_bytes": out.stat().st_size, "atoms": model.n_atoms,
                         "macs_per_sample": model.macs_per_sample}
     summary["curve"] = training_curve(estimator) if estimator.history_ else []  # none: stopped in SGD's trials
@@ -379,19 +379,44 @@ def _grid_values(text: str) -> list[float]:
     return values
 
 
-def _evaluate(estimator: Any, data: Any) -> dict[str, Any]:
-    """Data facts and metrics; sparsity on the test rows (training rows when there is no test part)."""
-    rows = data.X_test if data.has_test else data.X_train
-    metrics = {"train_accuracy": round(float(estimator.score(data.X_train, data.y_train)), 5),
-               "test_accuracy": (round(float(estimator.score(data.X_test, data.y_test)), 5)
-                                 if data.has_test else None),
-               "fit_seconds": round(estimator.fit_time_, 3),
-               "feature_sparsity": round(estimator.feature_sparsity(rows), 5)}
+def _provenance(args: argparse.Namespace, estimator: Any, data: Any, selection: dict[str, Any] | None,
+                stop: StopOnInterrupt) -> dict[str, Any]:
+    """What the summary and the model's metadata record of the data and the fit (its metrics,
+    which take a pass over the data, are added by ``_metrics``)."""
     facts = {"source": data.name, "train_rows": len(data.X_train), "test_rows": len(data.X_test),
              "features": int(data.X_train.shape[1]), "classes": len(estimator.classes_)}
     if data.image_shape is not None:  # lets `inspect --atoms` draw the atoms as these images
         facts["image_shape"] = [int(n) for n in data.image_shape]
-    return {"data": facts, "metrics": metrics}
+    if Path(args.data).suffix.lower() == ".csv":  # export --calibration reads the same column by default
+        facts["label_column"] = args.label_column
+    summary: dict[str, Any] = {"data": facts, "metrics": None}
+    if selection is not None:
+        summary["selection"] = selection
+    if stop.stopped_after is not None:
+        summary["interrupted"] = (_interrupted_sgd_record(estimator) if args.method != "last" else
+                                  {"after_dca_iteration": stop.stopped_after,
+                                   "max_dca_iter": int(estimator.max_dca_iter)})
+    return summary
+
+
+def _save(estimator: Any, out: Path, summary: dict[str, Any]) -> Any:
+    """The fitted model with the summary's record in its metadata, written (atomically) to ``out``."""
+    model = estimator.to_model()
+    provenance = {key: summary[key] for key in ("data", "metrics", "selection", "interrupted")
+                  if summary.get(key) is not None}
+    model = dataclasses.replace(model, meta={**model.meta, **provenance})
+    model.save(out)
+    return model
+
+
+def _metrics(estimator: Any, data: Any) -> dict[str, Any]:
+    """Accuracies and fit time; sparsity on the test rows (training rows when there is no test part)."""
+    rows = data.X_test if data.has_test else data.X_train
+    return {"train_accuracy": round(float(estimator.score(data.X_train, data.y_train)), 5),
+            "test_accuracy": (round(float(estimator.score(data.X_test, data.y_test)), 5)
+                              if data.has_test else None),
+            "fit_seconds": round(estimator.fit_time_, 3),
+            "feature_sparsity": round(estimator.feature_sparsity(rows), 5)}
 
 
 def _summary_fields(summary: dict[str, Any]) -> list[tuple[str, str]]:
