@@ -62,7 +62,10 @@ def run_predict(args: argparse.Namespace) -> int:
     if args.plot is not None and y is None:
         raise ValueError(f"--plot draws the confusion matrix, which needs labels; {source} has none")
     with np.errstate(over="ignore", invalid="ignore"):  # an overflow is refused in one line instead
-        scores = predictor.decision_function(X)
+        if isinstance(X, np.ndarray):
+            scores = predictor.decision_function(X)
+        else:  # a data file's part, read a block at a time
+            scores = np.concatenate([predictor.decision_function(block) for block in X.blocks()])
     labels = labels_from_scores(predictor.classes, scores)
     result: dict[str, Any] = {"model": args.model, "data": source, "rows": len(labels), "accuracy": None}
     if files is not None:
@@ -172,10 +175,12 @@ def _image_size_of(args: argparse.Namespace, predictor: Any) -> tuple[int, int] 
 
 
 def _predict_rows(args: argparse.Namespace, n_features: int, image_size: tuple[int, int] | None
-                  ) -> tuple[np.ndarray, np.ndarray | None, str, list[str] | None]:
+                  ) -> tuple[Any, np.ndarray | None, str, list[str] | None]:
     """(X, labels or None, description, image file names or None) for ``predict --data``; images
-    are scaled to ``image_size`` (height, width) when given."""
+    are scaled to ``image_size`` (height, width) when given. X is an array, or for an .npz archive
+    or an IDX folder a ``data_blocks.HeldOut`` whose rows are read a block at a time."""
     from lastedge.runtime.data import is_image_folder, load_csv, load_dataset
+    from lastedge.runtime.data_blocks import held_out
     from lastedge.runtime.images import IMAGE_SUFFIXES, class_folders, image_files, read_images
 
     path = Path(args.data)
@@ -206,6 +211,9 @@ def _predict_rows(args: argparse.Namespace, n_features: int, image_size: tuple[i
         return _fitted_images(X, shape, n_features), None, described, [p.name for p in paths]
     if args.no_labels:
         raise ValueError("--no-labels applies to CSV files only")
+    part = held_out(args.data) if args.image_size is None else None  # else load_dataset refuses it
+    if part is not None:  # an .npz archive or an IDX folder: read in blocks when predicting
+        return part, part.labels, part.description, None
     images = is_image_folder(path)
     data = load_dataset(args.data, image_size=image_size if images else args.image_size)
     if data.has_test:

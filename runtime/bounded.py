@@ -59,18 +59,17 @@ def read_regular(path: str | os.PathLike) -> bytes:
         return f.read()
 
 
-def npy_header(member: IO[bytes], name: str) -> tuple[tuple[int, ...], np.dtype]:
-    """(shape, dtype) of the version 1.0 ``.npy`` header at the start of ``member`` (what
-    ``np.save`` writes for a model's arrays); any fault is a ``ValueError`` naming ``name``."""
+def npy_header(member: IO[bytes], name: str) -> tuple[tuple[int, ...], bool, np.dtype]:
+    """(shape, Fortran order, dtype) of the version 1.0 ``.npy`` header at the start of ``member``
+    (what ``np.save`` writes for a model's arrays); any fault is a ``ValueError`` naming ``name``."""
     try:
         with warnings.catch_warnings():  # a damaged literal's SyntaxWarning would reach stderr
             warnings.simplefilter("ignore")
             if np.lib.format.read_magic(member) != (1, 0):
                 raise ValueError("it is not a version 1.0 .npy entry")
-            shape, _, dtype = np.lib.format.read_array_header_1_0(member, max_header_size=MAX_NPY_HEADER)
+            return np.lib.format.read_array_header_1_0(member, max_header_size=MAX_NPY_HEADER)
     except NPY_HEADER_ERRORS as err:
         raise ValueError(f"{name} has a corrupt .npy header ({type(err).__name__}: {err})") from None
-    return shape, dtype
 
 
 def check_declared_sizes(archive: zipfile.ZipFile, max_bytes: int | None,
@@ -81,7 +80,7 @@ def check_declared_sizes(archive: zipfile.ZipFile, max_bytes: int | None,
     Refuses a member whose .npy header declares more data than it holds (numpy would allocate
     the declared size first: a few bytes of damage asked for 149 GiB) or elements of no size,
     arrays larger in all than ``max_bytes`` (None: no limit) or than ``copies`` of them fit in
-    the memory available, and with ``max_ratio`` members that expand to more than that many
+    the memory available (0: they are read in blocks), and with ``max_ratio`` members that expand to more than that many
     times their stored bytes (a deflate bomb). ``arrays`` names the members to check (None: all).
     """
     infos = [info for info in archive.infolist()
@@ -91,7 +90,7 @@ def check_declared_sizes(archive: zipfile.ZipFile, max_bytes: int | None,
     declared, total = {}, 0
     for info in infos:
         with archive.open(info) as member:
-            shape, dtype = npy_header(member, info.filename)
+            shape, _, dtype = npy_header(member, info.filename)
             if dtype.itemsize == 0:  # np.save writes none; 10**12 of them hold no bytes yet cost TiBs
                 raise ValueError(f"{info.filename} declares elements of no size ({dtype})")
             size = math.prod(shape) * dtype.itemsize

@@ -99,7 +99,7 @@ def _load_folder(folder: Path, test_size: float, random_state: int,
         if image_size is not None:
             raise ValueError(f"{folder} holds IDX files; an image size applies to image folders only")
         return _load_idx(folder, idx_files(folder))
-    parts, name = image_split(folder), _folder_name(folder)
+    parts, name = image_split(folder), folder_name(folder)
     if parts is None:
         X, names, shape = read_image_folder(folder, image_size)
         return _split(X, label_array(names), name, test_size, random_state, image_shape=shape)
@@ -115,7 +115,7 @@ def _load_folder(folder: Path, test_size: float, random_state: int,
     return Dataset(X_train, y[:len(X_train)], X_test, y[len(X_train):], name, image_shape=shape)
 
 
-def _folder_name(folder: Path) -> str:
+def folder_name(folder: Path) -> str:
     """The name a data folder is known by (printed, and recorded as a model's source): its own
     name, also when given as "." or ".." (whose ``Path.name`` is "" or ".."); "/" for the root."""
     if folder.name not in ("", ".."):
@@ -135,14 +135,9 @@ def _load_idx(folder: Path, found: dict[tuple[str, str], Path]) -> Dataset:
     for part in ("train", "test"):
         if (part, "images") not in found:
             continue
-        images, labels = read_idx(found[part, "images"]), read_idx(found[part, "labels"])
-        what = f"{found[part, 'images'].name} / {found[part, 'labels'].name}"
-        if images.ndim < 2 or labels.ndim != 1 or len(images) != len(labels) or not len(images):
-            raise ValueError(f"{what}: expected images [rows, ...] and labels [rows], at least one "
-                             f"row, got shapes {images.shape} and {labels.shape}")
-        if labels.dtype.kind == "f" and not np.all(np.isfinite(labels) & (labels == np.round(labels))):
-            raise ValueError(f"{found[part, 'labels'].name}: labels must be whole numbers")
-        parts[part] = (images.reshape(len(images), -1).astype(np.float32), labels.astype(np.int64))
+        images = read_idx(found[part, "images"])
+        labels = check_idx_pair(images, read_idx(found[part, "labels"]), found[part, "images"], found[part, "labels"])
+        parts[part] = (images.reshape(len(images), -1).astype(np.float32), labels)
         shapes[part] = images.shape[1:]
     if shapes.get("test", shapes["train"]) != shapes["train"]:
         raise ValueError(f"{folder}: test images are {'x'.join(map(str, shapes['test']))}, training "
@@ -150,7 +145,17 @@ def _load_idx(folder: Path, found: dict[tuple[str, str], Path]) -> Dataset:
     X_train, y_train = parts["train"]
     X_test, y_test = parts.get("test", (np.empty((0, X_train.shape[1]), np.float32), np.empty(0, np.int64)))
     image_shape = shapes["train"] if len(shapes["train"]) >= 2 else None
-    return Dataset(X_train, y_train, X_test, y_test, _folder_name(folder), image_shape=image_shape)
+    return Dataset(X_train, y_train, X_test, y_test, folder_name(folder), image_shape=image_shape)
+
+
+def check_idx_pair(images: np.ndarray, labels: np.ndarray, images_path: Path, labels_path: Path) -> np.ndarray:
+    """The labels (int64) of IDX images [rows, ...] and labels [rows], at least one row, whole numbers."""
+    if images.ndim < 2 or labels.ndim != 1 or len(images) != len(labels) or not len(images):
+        raise ValueError(f"{images_path.name} / {labels_path.name}: expected images [rows, ...] and labels "
+                         f"[rows], at least one row, got shapes {images.shape} and {labels.shape}")
+    if labels.dtype.kind == "f" and not np.all(np.isfinite(labels) & (labels == np.round(labels))):
+        raise ValueError(f"{labels_path.name}: labels must be whole numbers")
+    return labels.astype(np.int64)
 
 
 def _load_npz(path: Path) -> Dataset:
@@ -184,19 +189,20 @@ def _read_npz(path: Path, archive: np.lib.npyio.NpzFile) -> Dataset:
             arrays = {k: archive[k] for k in NPZ_KEYS if k in archive.files}
         except (*NPZ_ERRORS, *NPY_HEADER_ERRORS) as err:
             raise ValueError(f"cannot read the arrays of {path.name}: {err}") from None
-    _check_part(arrays["X_train"], arrays["y_train"], f"{path.name} X_train/y_train")
+    check_part(arrays["X_train"], arrays["y_train"], f"{path.name} X_train/y_train")
     if not len(arrays["X_train"]):
         raise ValueError(f"{path.name}: X_train has no rows")
     n_features = arrays["X_train"].shape[1]
     X_test = arrays.get("X_test", np.empty((0, n_features)))
     y_test = arrays.get("y_test", np.empty(0, dtype=arrays["y_train"].dtype))
-    _check_part(X_test, y_test, f"{path.name} X_test/y_test")
+    check_part(X_test, y_test, f"{path.name} X_test/y_test")
     if X_test.shape[1] != n_features:
         raise ValueError(f"{path.name}: X_test has {X_test.shape[1]} features, X_train {n_features}")
     return Dataset(arrays["X_train"], arrays["y_train"], X_test, y_test, path.stem)
 
 
-def _check_part(X: np.ndarray, y: np.ndarray, what: str) -> None:
+def check_part(X: np.ndarray, y: np.ndarray, what: str) -> None:
+    """Features [rows, features] of numbers and as many labels, numbers (finite) or strings."""
     if X.ndim != 2 or y.ndim != 1 or len(X) != len(y):
         raise ValueError(f"{what} must be [rows, features] and [rows], "
                          f"got shapes {X.shape} and {y.shape}")

@@ -8,14 +8,16 @@ gets a clear ``ValueError`` rather than a wrong array or a huge allocation.
 
 from __future__ import annotations
 
+import contextlib
 import gzip
 import math
 import zlib
 from pathlib import Path
+from typing import IO, Iterator
 
 import numpy as np
 
-from .bounded import check_fits_memory
+from .bounded import check_fits_memory, open_regular
 
 # type code -> dtype of the values (big-endian, as the format stores them)
 IDX_TYPES = {0x08: np.dtype("u1"), 0x09: np.dtype("i1"), 0x0B: np.dtype(">i2"),
@@ -32,39 +34,52 @@ def _most_value_bytes(path: Path, header_bytes: int, gzipped: bool) -> int:
     return stored * DEFLATE_MAX_RATIO if gzipped else stored - header_bytes
 
 
+@contextlib.contextmanager
+def open_idx(path: str | Path) -> Iterator[tuple[IO[bytes], tuple[int, ...], np.dtype]]:
+    """``(stream, shape, dtype)`` of an IDX file (``.gz`` or plain): its values' stream, after a
+    header checked against the file's size. A fault of reading is a ``ValueError`` naming it."""
+    path = Path(path)
+    gzipped = path.suffix.lower() == ".gz"
+    try:
+        with open_regular(path) as raw, (gzip.GzipFile(fileobj=raw) if gzipped else contextlib.nullcontext(raw)) as f:
+            yield (f, *_header(f, path, gzipped))
+    except (OSError, EOFError, zlib.error) as err:  # gzip.BadGzipFile is an OSError
+        raise ValueError(f"cannot read {path.name} ({err})") from None
+
+
+def _header(f: IO[bytes], path: Path, gzipped: bool) -> tuple[tuple[int, ...], np.dtype]:
+    head = f.read(4)
+    if len(head) < 4 or head[:2] != b"\0\0" or head[2] not in IDX_TYPES or head[3] == 0:
+        raise ValueError(f"{path.name} is not an IDX file (its first bytes are {head.hex() or 'empty'})")
+    dtype, ndim = IDX_TYPES[head[2]], head[3]
+    dims = f.read(4 * ndim)
+    if len(dims) < 4 * ndim:
+        raise ValueError(f"{path.name} is truncated inside its header")
+    shape = tuple(int(n) for n in np.frombuffer(dims, dtype=">u4"))
+    size = math.prod(shape) * dtype.itemsize
+    if size > MAX_IDX_BYTES:
+        shown = f"shape {shape}" if ndim <= 4 else f"{ndim} dimensions"
+        raise ValueError(f"{path.name} declares more values ({shown}) than the "
+                         f"{MAX_IDX_BYTES >> 30} GiB limit")
+    most = _most_value_bytes(path, 4 + 4 * ndim, gzipped)
+    if size > most:
+        raise ValueError(f"{path.name} is truncated: its header declares shape {shape} "
+                         f"({size} bytes of values), the file can hold at most {most}")
+    if ndim > MAX_IDX_DIMS:  # numpy could not shape the values
+        raise ValueError(f"{path.name} declares {ndim} dimensions, more than the {MAX_IDX_DIMS} "
+                         "an array may have")
+    return shape, dtype
+
+
 def read_idx(path: str | Path) -> np.ndarray:
     """The array an IDX file (``.gz`` or plain) holds, in native byte order."""
     path = Path(path)
-    gzipped = path.suffix.lower() == ".gz"
-    opener = gzip.open if gzipped else open
-    try:
-        with opener(path, "rb") as f:
-            head = f.read(4)
-            if len(head) < 4 or head[:2] != b"\0\0" or head[2] not in IDX_TYPES or head[3] == 0:
-                raise ValueError(f"{path.name} is not an IDX file (its first bytes are {head.hex() or 'empty'})")
-            dtype, ndim = IDX_TYPES[head[2]], head[3]
-            dims = f.read(4 * ndim)
-            if len(dims) < 4 * ndim:
-                raise ValueError(f"{path.name} is truncated inside its header")
-            shape = tuple(int(n) for n in np.frombuffer(dims, dtype=">u4"))
-            size = math.prod(shape) * dtype.itemsize
-            if size > MAX_IDX_BYTES:
-                shown = f"shape {shape}" if ndim <= 4 else f"{ndim} dimensions"
-                raise ValueError(f"{path.name} declares more values ({shown}) than the "
-                                 f"{MAX_IDX_BYTES >> 30} GiB limit")
-            most = _most_value_bytes(path, 4 + 4 * ndim, gzipped)
-            if size > most:
-                raise ValueError(f"{path.name} is truncated: its header declares shape {shape} "
-                                 f"({size} bytes of values), the file can hold at most {most}")
-            if ndim > MAX_IDX_DIMS:  # numpy could not shape the values
-                raise ValueError(f"{path.name} declares {ndim} dimensions, more than the {MAX_IDX_DIMS} "
-                                 "an array may have")
-            # the bytes, their array in native order, and the float32 rows a data set makes of it
-            check_fits_memory(2 * size + 4 * math.prod(shape), f"{path.name} (shape {shape})")
-            data = f.read(size)
-            extra = len(f.read(1))
-    except (OSError, EOFError, zlib.error) as err:  # gzip.BadGzipFile is an OSError
-        raise ValueError(f"cannot read {path.name} ({err})") from None
+    with open_idx(path) as (f, shape, dtype):
+        size = math.prod(shape) * dtype.itemsize
+        # the bytes, their array in native order, and the float32 rows a data set makes of it
+        check_fits_memory(2 * size + 4 * math.prod(shape), f"{path.name} (shape {shape})")
+        data = f.read(size)
+        extra = len(f.read(1))
     if len(data) < size:
         raise ValueError(f"{path.name} is truncated: its header declares shape {shape} "
                          f"({size} bytes of values), the file holds {len(data)}")
