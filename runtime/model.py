@@ -166,8 +166,7 @@ MAX_MODEL_BYTES = 2 << 30  # a model's arrays in all: ~170x the paper's largest 
 ZIP_MAGIC = (b"PK\x03\x04", b"PK\x05\x06")  # the first bytes np.load reads as an .npz archive
 MAX_EXPANSION = 32  # of a compressed model file's arrays over their stored bytes (np.savez stores)
 MAX_TEXT = 1 << 22  # characters of a model file's JSON fields (meta: parameters, data, metrics)
-# What reading a damaged .npz raises besides ValueError: BadZipFile, NotImplementedError (an unknown
-# compression), RuntimeError (encrypted), zlib.error, EOFError and OSError (truncation), KeyError.
+# A damaged .npz's errors besides ValueError: zip, compression, encryption, truncation, directory.
 NPZ_ERRORS = (zipfile.BadZipFile, NotImplementedError, RuntimeError, zlib.error, EOFError, OSError, KeyError)
 
 
@@ -373,10 +372,8 @@ class Model:
 def _fields_problem(names: Collection[str]) -> str | None:
     """What is wrong with a model file's set of array names, or None."""
     missing = [key for key in _REQUIRED if key not in names]
-    if missing:
-        return f"missing {', '.join(missing)}"
     unknown = sorted(set(names) - set(_REQUIRED) - set(_OPTIONAL))
-    return f"unknown fields {', '.join(unknown)}" if unknown else None
+    return f"missing {', '.join(missing)}" if missing else f"unknown fields {', '.join(unknown)}" if unknown else None
 
 
 def _check_declared_shapes(declared: dict[str, tuple[tuple[int, ...], np.dtype]]) -> None:
