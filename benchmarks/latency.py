@@ -56,12 +56,12 @@ def write_files(model: Model, X: np.ndarray, folder: Path) -> dict[str, Path]:
     model.save(folder / "m.npz")
     to_onnx(model, folder / "m.onnx")
     to_tflite(model, folder / "m.tflite")
-    to_onnx(model, folder / "m-int8.onnx", int8=True, calibration=X[:500])
-    to_tflite(model, folder / "m-int8.tflite", int8=True, calibration=X[:500])
-    to_onnx(model, folder / "m-dyn.onnx", int8=True, dynamic=True)
-    to_tflite(model, folder / "m-dyn.tflite", int8=True, dynamic=True)
-    to_onnx(model, folder / "m-int8-signed.onnx", int8=True, calibration=X[:500], signed_weights=True)
-    to_onnx(model, folder / "m-dyn-signed.onnx", int8=True, dynamic=True, signed_weights=True)
+    to_onnx(model, folder / "m-int8.onnx", precision="int8", calibration=X[:500])
+    to_tflite(model, folder / "m-int8.tflite", precision="int8", calibration=X[:500])
+    to_onnx(model, folder / "m-dyn.onnx", precision="int8-dynamic")
+    to_tflite(model, folder / "m-dyn.tflite", precision="int8-dynamic")
+    to_onnx(model, folder / "m-int8-signed.onnx", precision="int8", calibration=X[:500], signed_weights=True)
+    to_onnx(model, folder / "m-dyn-signed.onnx", precision="int8-dynamic", signed_weights=True)
     return {name: folder / name for name in FILES}
 
 

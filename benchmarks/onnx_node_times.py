@@ -37,8 +37,8 @@ def write_files(folder: Path, model: Model, X: np.ndarray, weights: str) -> None
     dynamic int8, whose weights are ``weights`` ("uint8" as exported, or "int8")."""
     signed = weights == "int8"
     to_onnx(model, folder / "m.onnx")
-    to_onnx(model, folder / "m-int8.onnx", int8=True, calibration=X[:500], signed_weights=signed)
-    to_onnx(model, folder / "m-dyn.onnx", int8=True, dynamic=True, signed_weights=signed)
+    to_onnx(model, folder / "m-int8.onnx", precision="int8", calibration=X[:500], signed_weights=signed)
+    to_onnx(model, folder / "m-dyn.onnx", precision="int8-dynamic", signed_weights=signed)
 
 
 def node_times(path: Path, batch: np.ndarray, runs: int, threads: int) -> tuple[float, list[tuple[str, str, float]]]:

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from lastedge.export.describe import summary_lines
+from lastedge.export.options import FORMATS, PRECISIONS, ExportOptions, check_export_options
 
 from .common import CommandError, json_text
 
@@ -17,13 +18,17 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     """Add this part's sub-commands to the ``lastedge`` parser."""
     p = subparsers.add_parser(
         "export", help="write a trained model (.npz) as an ONNX or TFLite file and prove its parity",
-        description="Export a model to ONNX or TFLite (fp32 or int8), then run the file in its "
-                    "interpreter and compare it with the Python model.",
+        description="Export a model to ONNX or TFLite (fp32, int8 or int8-dynamic), then run the "
+                    "file in its interpreter and compare it with the Python model.",
     )
     p.add_argument("model", help="trained model file (.npz)")
-    p.add_argument("--format", required=True, choices=("onnx", "tflite"), help="file format")
+    p.add_argument("--format", required=True, choices=FORMATS, help="file format")
     p.add_argument("--out", required=True, help="output file (.onnx or .tflite)")
-    p.add_argument("--int8", action="store_true", help="quantize to int8")
+    p.add_argument("--precision", choices=PRECISIONS, default="fp32",
+                   help="fp32 (default); int8: static, 8-bit weights and activations calibrated on "
+                        "--calibration; int8-dynamic: 8-bit weights, activations quantized as the "
+                        "file runs, no calibration data (TFLite: hybrid FULLY_CONNECTED kernels, "
+                        "float input and output)")
     p.add_argument("--calibration", metavar="PATH|digits",
                    help="rows for int8 calibration and the parity check (.npz/.npy/.csv, a folder "
                         "of IDX files or images, or 'digits')")
@@ -31,63 +36,48 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                    help="label column of a CSV --calibration file (default, when the file has one "
                         "column more than the model has features: the column the model was trained "
                         "with, which lastedge train records, else the last)")
-    p.add_argument("--dynamic", action="store_true",
-                   help="int8 without calibration data (8-bit weights, activations quantized at run "
-                        "time; TFLite: hybrid FULLY_CONNECTED kernels, float input and output)")
     p.add_argument("--per-channel", action="store_true",
-                   help="per-channel int8 weights (TFLite static --int8; ONNX static int8 always uses them)")
+                   help="--precision int8: one weight scale per atom and per output (default: one "
+                        "per tensor)")
     p.add_argument("--signed-weights", action="store_true",
-                   help="ONNX --int8: int8 (not uint8) weights, about twice as fast on CPUs with "
-                        "VNNI (x86) but wrong on x86 CPUs without it")
+                   help="ONNX int8 precisions: int8 (not uint8) weights, about twice as fast on CPUs "
+                        "with VNNI (x86) but wrong on x86 CPUs without it")
     p.add_argument("--with-preprocessing", action="store_true",
                    help="ONNX: put the preprocessing in the graph so the file takes raw features")
     p.add_argument("--json", action="store_true", help="print the result as JSON")
     p.set_defaults(func=run_export)
 
 
-def _check_options(args: argparse.Namespace) -> None:
-    """Refuse, in the command's own terms, options that do not apply to this export."""
-    if args.format == "tflite" and args.with_preprocessing:
-        raise ValueError("--with-preprocessing applies to --format onnx only")
-    if args.format == "tflite" and args.signed_weights:
-        raise ValueError("--signed-weights applies to --format onnx only (TFLite int8 weights are "
-                         "signed already)")
-    for flag, given in (("--dynamic", args.dynamic), ("--per-channel", args.per_channel),
-                        ("--signed-weights", args.signed_weights)):
-        if given and not args.int8:
-            raise ValueError(f"{flag} applies to --int8 exports only")
-    if args.dynamic and args.per_channel:
-        raise ValueError("--per-channel applies to static int8 (with --calibration), not to --dynamic")
-    if args.int8 and not args.dynamic and args.calibration is None:
-        raise ValueError("--int8 needs --calibration PATH|digits (or --dynamic)")
+def _check_options(args: argparse.Namespace) -> ExportOptions:
+    """The export's options, checked as the library checks them and named as flags in errors.
+    Only --precision int8 calibrates on --calibration: other precisions check parity on its rows."""
+    return check_export_options(
+        args.format, args.precision, flags=True, per_channel=args.per_channel,
+        calibration=args.calibration if args.precision == "int8" else None,
+        signed_weights=args.signed_weights, with_preprocessing=args.with_preprocessing,
+    )
 
 
-def _export(args: argparse.Namespace, model: Any, calibration: Any, path: Path) -> None:
-    from lastedge.export import to_onnx, to_tflite
-
-    if args.format == "tflite":
-        to_tflite(model, path, int8=args.int8, calibration=calibration, dynamic=args.dynamic,
-                  per_channel=args.per_channel)
-    else:
-        to_onnx(model, path, int8=args.int8, calibration=calibration, dynamic=args.dynamic,
-                signed_weights=args.signed_weights, with_preprocessing=args.with_preprocessing)
-
-
-def _export_checked(args: argparse.Namespace, model: Any, rows: Any, out: Path) -> dict[str, Any]:
+def _export_checked(options: ExportOptions, model: Any, rows: Any, out: Path) -> dict[str, Any]:
     """Write the file beside ``out`` as ``STEM.rejected.SUFFIX``, prove its parity, and only then
     move it to ``out``: an existing ``out`` survives a file that fails, which stays for inspection
     under its ``rejected`` name (and is named in the error)."""
 
     from lastedge.export import ParityError, assert_parity
+    from lastedge.export.variants import exporter
 
     candidate = out.with_name(f"{out.stem}.rejected{out.suffix}")
-    _export(args, model, rows.calibration if args.int8 and not args.dynamic else None, candidate)
+    exporter(options.format)(
+        model, candidate, precision=options.precision, per_channel=options.per_channel,
+        calibration=rows.calibration if options.precision == "int8" else None,
+        signed_weights=options.signed_weights, with_preprocessing=options.with_preprocessing,
+    )
     try:
         parity = assert_parity(model, candidate, rows.X_check, rows.y_check, min_rows=1,
                                min_agreement=None if rows.source == "synthetic" else 0.99)
     except ParityError as err:
         raise CommandError(f"parity check failed ({err}); {out} was not written, the rejected "
-                           f"file is kept for inspection as {candidate}{_int8_hint(args)}") from None
+                           f"file is kept for inspection as {candidate}{_int8_hint(options)}") from None
     except BaseException:
         candidate.unlink(missing_ok=True)
         raise
@@ -95,28 +85,27 @@ def _export_checked(args: argparse.Namespace, model: Any, rows: Any, out: Path) 
     return {**parity, "path": str(out)}
 
 
-def _int8_hint(args: argparse.Namespace) -> str:
+def _int8_hint(options: ExportOptions) -> str:
     """What to try when an int8 file fails its check: its 8-bit grid is too coarse for the model.
     A static TFLite file may pass with per-channel weights, or dynamic (each row quantized over
-    its own range: a standardized digits model that failed static int8 at 98.4 % agreed on 100 %).
-    An ONNX int8 file may pass as dynamic TFLite: onnxruntime's dynamic files quantize a whole
-    batch over one range (that model agreed on 97.3 %). Signed weights fail on x86 CPUs without
-    VNNI, where onnxruntime's int8 kernels saturate."""
-    if not args.int8:
+    its own range). An ONNX int8 file may pass as dynamic TFLite: onnxruntime's dynamic files
+    quantize a whole batch over one range. Signed weights fail on x86 CPUs without VNNI, where
+    onnxruntime's int8 kernels saturate."""
+    if options.precision == "fp32":
         return ""
-    if args.signed_weights:
+    if options.signed_weights:
         from lastedge.runtime.cpu import read_cpuinfo, signed_weights_saturate
 
         if signed_weights_saturate(read_cpuinfo(), platform.machine()) is not False:
             return (" (onnxruntime's int8 kernels may saturate on this CPU, an x86 without VNNI or "
                     "one whose features cannot be read: drop --signed-weights)")
-    options = []
-    if args.format == "tflite" and not args.dynamic:
-        options = ([] if args.per_channel else ["--per-channel"]) + ["--dynamic"]
-    elif args.format == "onnx":
-        options = ["--format tflite --dynamic"]
-    tries = f"try {' or '.join(options)}, or " if options else ""
-    return f" (int8 is too coarse for this model: {tries}export fp32)"
+    tries = []
+    if options.format == "tflite" and options.precision == "int8":
+        tries = ([] if options.per_channel else ["--per-channel"]) + ["--precision int8-dynamic"]
+    elif options.format == "onnx":
+        tries = ["--format tflite --precision int8-dynamic"]
+    text = f"try {' or '.join(tries)}, or " if tries else ""
+    return f" (int8 is too coarse for this model: {text}export fp32)"
 
 
 def run_export(args: argparse.Namespace) -> int:
@@ -127,13 +116,13 @@ def run_export(args: argparse.Namespace) -> int:
     from lastedge.export.backends import onnxruntime_ops
     from lastedge.export.rows import load_rows
 
-    _check_options(args)
+    options = _check_options(args)
     out = check_output_path(args.out, f".{args.format}", "--out")
     model = Model.load(args.model)
     shape = model.image_shape  # a model trained on images: scale calibration images the same way
     rows = load_rows(args.calibration, model, image_size=None if shape is None else shape[:2],
                      label_column=args.label_column)
-    parity = _export_checked(args, model, rows, out)
+    parity = _export_checked(options, model, rows, out)
     parity.pop("per_backend")
     info = describe(out)
     if args.json:

@@ -32,7 +32,7 @@ def check_calibration(X: Any, model: Model, *, min_rows: int = MIN_CALIBRATION_R
     if X is None:
         raise ValueError(
             "int8 static quantization needs calibration rows (a few hundred typical inputs); "
-            "pass calibration=X, or use dynamic=True for ONNX without calibration data"
+            "pass calibration=X, or precision='int8-dynamic', which needs none"
         )
     try:
         X = check_input(X, model.n_features)
@@ -43,6 +43,13 @@ def check_calibration(X: Any, model: Model, *, min_rows: int = MIN_CALIBRATION_R
     if np.array_equal(X.min(axis=0), X.max(axis=0)):  # one row's ranges: wrong on real data
         raise ValueError("the calibration rows are all the same; int8 ranges need varied typical inputs")
     return X.astype(np.float32)
+
+
+def check_margin(margin: Any) -> float:
+    """``margin`` as a float, if it is a number in [0, 10] (a fraction of each range's width)."""
+    if isinstance(margin, bool) or not isinstance(margin, Real) or not 0 <= margin <= 10:
+        raise ValueError(f"margin must be a number in [0, 10], got {margin!r}")
+    return float(margin)
 
 
 TENSORS = ("input", "features", "scores")  # what ``activations`` returns, in this order
@@ -73,8 +80,7 @@ class Ranges:
     @classmethod
     def measure(cls, model: Model, X: Any, margin: float = DEFAULT_MARGIN) -> "Ranges":
         """Measure the ranges on raw calibration rows ``X`` and widen each by ``margin``."""
-        if isinstance(margin, bool) or not isinstance(margin, Real) or not 0 <= margin <= 10:
-            raise ValueError(f"margin must be a number in [0, 10], got {margin!r}")
+        margin = check_margin(margin)
         X = check_calibration(X, model)
 
         def extremes(rows: np.ndarray) -> np.ndarray:  # [1, tensor, (min, max)]

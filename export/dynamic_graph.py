@@ -101,7 +101,7 @@ class DynamicGraph:
     @classmethod
     def read(cls, path: str | os.PathLike) -> DynamicGraph:
         """The constants of the file at ``path``, or a ``ValueError`` if it is not the graph that
-        ``to_onnx(..., int8=True, dynamic=True)`` writes."""
+        ``to_onnx(..., precision="int8-dynamic")`` writes."""
         import onnx
         from onnx import numpy_helper
 

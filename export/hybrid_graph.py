@@ -1,6 +1,6 @@
 """What a dynamic-range int8 TFLite file computes, evaluated in numpy from the file's own constants.
 
-``to_tflite(..., int8=True, dynamic=True)`` writes two hybrid FULLY_CONNECTED kernels: float32
+``to_tflite(..., precision="int8-dynamic")`` writes two hybrid FULLY_CONNECTED kernels: float32
 input, bias and output, symmetric int8 weights with one scale per tensor (tflite-runtime 2.14
 refuses the per-channel hybrid op, version 12, and computed all-zero scores when per-channel
 weights were written at version 9). As it runs, each kernel quantizes every input row on its
@@ -111,7 +111,7 @@ class HybridGraph:
     @classmethod
     def read(cls, path: str | os.PathLike) -> HybridGraph:
         """The constants of the file at ``path``, or a ``ValueError`` if it is not the graph that
-        ``to_tflite(..., int8=True, dynamic=True)`` writes."""
+        ``to_tflite(..., precision="int8-dynamic")`` writes."""
         from lastedge.runtime.tflite_check import check_tflite_structure
 
         from .schema import check_schema

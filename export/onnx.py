@@ -18,6 +18,7 @@ from lastedge.runtime import Model, check_output_path, write_atomically
 from .atom_scaling import graph_parameters
 from .calibration import DEFAULT_MARGIN, Ranges, check_calibration
 from .metadata import METADATA_KEY, build_metadata, check_model, dumps
+from .options import ExportOptions, check_export_options
 
 OPSET = 17
 IR_VERSION = 8
@@ -127,7 +128,7 @@ def build_graph(model: Model, *, form: str = "matmul", with_preprocessing: bool 
     return proto
 
 
-def _finish(proto: Any, metadata: dict[str, Any], model: Model) -> Any:
+def _finish(proto: Any, metadata: dict[str, Any], model: Model, precision: str) -> Any:
     """Set producer, doc string and the ``lastedge`` metadata, then check the model strictly."""
     onnx = _onnx()
     from lastedge.runtime import __version__
@@ -135,7 +136,7 @@ def _finish(proto: Any, metadata: dict[str, Any], model: Model) -> Any:
     proto.producer_name, proto.producer_version = PRODUCER, __version__
     proto.doc_string = (
         f"lastedge soft-threshold classifier: {model.n_features} features, {model.n_atoms} atoms, "
-        f"{model.n_outputs} output(s), {metadata['precision']}"
+        f"{model.n_outputs} output(s), {precision}"
     )
     del proto.metadata_props[:]
     onnx.helper.set_model_props(proto, {METADATA_KEY: dumps(metadata)})
@@ -144,17 +145,37 @@ def _finish(proto: Any, metadata: dict[str, Any], model: Model) -> Any:
     return proto
 
 
+def _quantized(model: Model, options: ExportOptions) -> tuple[Any, dict[str, Any] | None]:
+    """The graph of ``options.precision`` and its metadata's ``quantization`` entry."""
+    pre = options.with_preprocessing
+    if options.precision == "fp32":
+        return build_graph(model, with_preprocessing=pre), None
+    from .onnx_int8 import quantize_dynamic, quantize_static
+
+    weights = "int8" if options.signed_weights else "uint8"
+    if options.precision == "int8-dynamic":
+        proto = build_graph(model, with_preprocessing=pre, rescale_atoms=True)
+        return quantize_dynamic(proto, signed_weights=options.signed_weights), options.quantization(weights)
+    rows = check_calibration(options.calibration, model)
+    ranges = Ranges.measure(model, rows, options.margin)
+    proto = quantize_static(
+        build_graph(model, form="gemm", with_preprocessing=pre, rescale_atoms=True),
+        rows if pre else model.preprocess.apply(rows),  # what the graph's input receives
+        ranges, per_channel=options.per_channel, signed_weights=options.signed_weights,
+    )
+    return proto, options.quantization(weights, ranges)
+
+
 def to_onnx(
     model: Model,
     path: str | os.PathLike,
     *,
-    int8: bool = False,
+    precision: str = "fp32",
     calibration: Any = None,
-    dynamic: bool = False,
-    per_channel: bool = True,
+    per_channel: bool = False,
+    margin: float = DEFAULT_MARGIN,
     signed_weights: bool = False,
     with_preprocessing: bool = False,
-    margin: float = DEFAULT_MARGIN,
 ) -> Path:
     """Export ``model`` to an ONNX file at ``path`` (written atomically) and return the path.
 
@@ -162,49 +183,28 @@ def to_onnx(
     ----------
     model : Model (or a fitted estimator with ``to_model()``)
     path : destination ending in ``.onnx``
-    int8 : quantize. Static QDQ (8-bit weights and activations, stored as uint8) calibrated on
-        ``calibration`` rows unless ``dynamic``, which quantizes the weights ahead and the
-        activations at run time and needs no calibration data.
-    calibration : array [n_rows, n_features] of raw inputs (before preprocessing; a batch of images
-        [n_rows, H, W(, 3)] is flattened), >= 20 rows.
-    per_channel : per-channel int8 weights (static int8 only).
-    signed_weights : store int8 weights as int8 (zero point 0) rather than uint8: about twice as
-        fast in onnxruntime on CPUs with VNNI, but wrong on x86 CPUs without it (see ``onnx_int8``).
+    precision : "fp32"; "int8": static QDQ, 8-bit weights and activations (stored as uint8)
+        calibrated on ``calibration``, run as integer ``QGemm`` kernels; "int8-dynamic": 8-bit
+        weights, each batch's activations quantized as the file runs, no calibration data.
+    calibration : "int8" only: raw rows [n_rows, n_features] (before preprocessing; a batch of
+        images [n_rows, H, W(, 3)] is flattened), >= 20 rows.
+    per_channel : "int8" only: one weight scale per atom and per output, not one per tensor.
+    margin : "int8" only: widen each calibrated range by this fraction of its width.
+    signed_weights : int8 precisions only: store the weights as int8 (zero point 0), not uint8:
+        about twice as fast in onnxruntime on CPUs with VNNI, wrong on x86 CPUs without it
+        (see ``onnx_int8``).
     with_preprocessing : put the preprocessing in the graph so the file takes raw features.
-    margin : widen each calibrated range by this fraction of its width (see ``calibration``).
+
+    Options that do not apply to ``precision`` raise ``ValueError`` (``options``).
     """
+    options = check_export_options("onnx", precision, calibration=calibration, per_channel=per_channel,
+                                   margin=margin, signed_weights=signed_weights,
+                                   with_preprocessing=with_preprocessing)
     model = check_model(model)
     path = check_output_path(path, ".onnx", "the output")
-    in_graph = with_preprocessing and model.preprocess.kind != "none"
-    quantization = None
-    if signed_weights and not int8:
-        raise ValueError("signed_weights applies to int8 export only (int8=True)")
-    weights = {"weights": "int8" if signed_weights else "uint8"}
-    if not int8:
-        if calibration is not None or dynamic:
-            raise ValueError("calibration and dynamic apply to int8 export only (int8=True)")
-        proto = build_graph(model, with_preprocessing=with_preprocessing)
-    elif dynamic:
-        if calibration is not None:
-            raise ValueError("dynamic int8 quantization takes no calibration rows; drop one of them")
-        from .onnx_int8 import quantize_dynamic
-
-        proto = quantize_dynamic(build_graph(model, with_preprocessing=with_preprocessing,
-                                             rescale_atoms=True), signed_weights=signed_weights)
-        quantization = {"mode": "dynamic", **weights}
-    else:
-        from .onnx_int8 import quantize_static
-
-        rows = check_calibration(calibration, model)
-        ranges = Ranges.measure(model, rows, margin)
-        proto = quantize_static(
-            build_graph(model, form="gemm", with_preprocessing=with_preprocessing, rescale_atoms=True),
-            rows if in_graph else model.preprocess.apply(rows),
-            ranges, per_channel=per_channel, signed_weights=signed_weights,
-        )
-        quantization = {"mode": "static", "per_channel": per_channel, **weights, **ranges.describe()}
-    metadata = build_metadata(model, precision="int8" if int8 else "fp32",
-                              preprocess_in_graph=in_graph, quantization=quantization)
-    proto = _finish(proto, metadata, model)
+    proto, quantization = _quantized(model, options)
+    metadata = build_metadata(model, precision=options.file_precision, quantization=quantization,
+                              preprocess_in_graph=with_preprocessing and model.preprocess.kind != "none")
+    proto = _finish(proto, metadata, model, options.precision)
     write_atomically(path, lambda f: f.write(proto.SerializeToString()))
     return path

@@ -5,13 +5,14 @@ into ``QGemm`` kernels, so the whole chain runs in integer arithmetic. The range
 ``calibration.Ranges`` (the same ones the TFLite writer uses), passed as tensor overrides.
 
 Activations are uint8. Weights are uint8 by default (dynamic files' too, which took the digits
-model's worst score error from 3.4 to 0.37): per-tensor weights (dynamic files') asymmetric,
-per-channel ones (static files' default) symmetric about zero point 128. onnxruntime's x86 kernels
-for int8 weights add pairs of 8-bit products in 16 bits, which saturates on CPUs without VNNI
-(AVX2 only): measured on an AMD EPYC, a digits model's fused int8 graph agreed with the float model
-on 94.8 % of the rows against 100 % for the same file unfused. With uint8 weights the fused graph
-gives the unfused graph's scores on such a CPU too, and the weights keep all 8 bits (7-bit int8
-weights, onnxruntime's other remedy, left the demo's model at 98.89 % agreement).
+model's worst score error from 3.4 to 0.37): per-tensor weights (the default, and dynamic files')
+asymmetric, per-channel ones (static files with ``per_channel``) symmetric about zero point 128.
+onnxruntime's x86 kernels for int8 weights add pairs of 8-bit products in 16 bits, which saturates
+on CPUs without VNNI (AVX2 only): measured on an AMD EPYC, a digits model's fused int8 graph
+agreed with the float model on 94.8 % of the rows against 100 % for the same file unfused. With
+uint8 weights the fused graph gives the unfused graph's scores on such a CPU too, and the weights
+keep all 8 bits (7-bit int8 weights, onnxruntime's other remedy, left the demo's model at
+98.89 % agreement).
 
 ``signed_weights=True`` stores them as int8 (symmetric, zero point 0) instead: on CPUs with an
 8-bit dot-product instruction (x86 VNNI; see ``runtime.cpu``) onnxruntime's int8 kernels are

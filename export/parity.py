@@ -163,6 +163,33 @@ def _failures(figures: dict[str, Any], precision: str, min_agreement: float | No
     return problems
 
 
+def _check_rows(model: Model, X: Any, y: Any, min_rows: int) -> np.ndarray:
+    """``X`` as given, as the runtime takes them (it preprocesses float64 rows in float64, where
+    near 1e8 their digits matter; a file with the preprocessing in its graph reads float32), if
+    there are enough of them and ``y`` holds one label per row."""
+    X = check_input(X, model.n_features)
+    if len(X) < max(min_rows, 1):  # no rows: no figures (NaN means, a reduction with no identity)
+        raise ValueError(f"parity needs at least {max(min_rows, 1)} real rows, got {len(X)}")
+    if y is not None and np.shape(y) != (len(X),):
+        raise ValueError(f"y must hold one label per row ({len(X)}), got shape {np.shape(y)}")
+    return X
+
+
+def _describe_matching(model: Model, path: str | os.PathLike) -> dict[str, Any]:
+    """``describe(path)``, if the file's metadata is the model's: the runtime labels and
+    preprocesses rows as the metadata says, not as the graph alone would."""
+    info = describe(path)
+    metadata = info["metadata"]
+    if metadata is None:
+        raise ValueError(f"{path} has no lastedge metadata; was it written by lastedge.export?")
+    expected = {"n_features": model.n_features, "n_outputs": model.n_outputs,
+                "classes": model.classes.tolist(), "preprocess": preprocess_spec(model)}
+    differ = [key for key, value in expected.items() if metadata.get(key) != value]
+    if differ:
+        raise ParityError(f"{path} does not match the model: its {', '.join(differ)} differ")
+    return info
+
+
 def measure_parity(
     model: Model,
     path: str | os.PathLike,
@@ -195,23 +222,9 @@ def measure_parity(
     ``per_backend``.
     """
     model = check_model(model)
-    # as given, as the runtime takes them: it preprocesses float64 rows in float64 (near 1e8 their
-    # digits matter), where a file with the preprocessing in its graph reads them as float32
-    X = check_input(X, model.n_features)
-    if len(X) < max(min_rows, 1):  # no rows: no figures (NaN means, a reduction with no identity)
-        raise ValueError(f"parity needs at least {max(min_rows, 1)} real rows, got {len(X)}")
-    if y is not None and np.shape(y) != (len(X),):
-        raise ValueError(f"y must hold one label per row ({len(X)}), got shape {np.shape(y)}")
-    info = describe(path)
+    X = _check_rows(model, X, y, min_rows)
+    info = _describe_matching(model, path)
     metadata = info["metadata"]
-    if metadata is None:
-        raise ValueError(f"{path} has no lastedge metadata; was it written by lastedge.export?")
-    # the runtime labels and preprocesses rows as the metadata says, not as the graph alone would
-    expected = {"n_features": model.n_features, "n_outputs": model.n_outputs,
-                "classes": model.classes.tolist(), "preprocess": preprocess_spec(model)}
-    differ = [key for key, value in expected.items() if metadata.get(key) != value]
-    if differ:
-        raise ParityError(f"{path} does not match the model: its {', '.join(differ)} differ")
     names = list(backends) if backends is not None else _backends.available(info["format"])
     if not names:
         raise ImportError(f"no interpreter for {info['format']} files is installed: "

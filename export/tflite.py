@@ -25,6 +25,7 @@ from lastedge.runtime import Model, check_output_path, write_atomically
 from .atom_scaling import graph_parameters
 from .calibration import DEFAULT_MARGIN, Ranges
 from .metadata import METADATA_KEY, build_metadata, check_model, dumps
+from .options import ExportOptions, check_export_options
 from .quantize import affine_params, int32_bias, relu_bias_floor, symmetric_weights
 from .schema import check_schema
 
@@ -33,7 +34,7 @@ SIGNATURE_KEY = "serving_default"
 _ALIGN = 16  # constant buffers are 16-byte aligned so interpreters can map them directly
 # FULLY_CONNECTED versions (TFLite's op_version.cc): float 1, full int8 4, hybrid (float input,
 # int8 weights) with asymmetric_quantize_inputs 9
-OP_VERSIONS = {"fp32": 1, "int8": 4, "dynamic": 9}
+OP_VERSIONS = {"fp32": 1, "int8": 4, "int8-dynamic": 9}
 
 
 @dataclass
@@ -54,19 +55,19 @@ def _zeros(scales: np.ndarray) -> np.ndarray:
     return np.zeros(len(scales), dtype=np.int64)
 
 
-def _layers(model: Model, int8: bool, ranges: Ranges | None, per_channel: bool,
-            dynamic: bool = False) -> list[_Tensor]:
+def _layers(model: Model, options: ExportOptions, ranges: Ranges | None) -> list[_Tensor]:
     """The seven tensors: input, D^T, bias1, features, W^T, bias2, scores (in this order).
 
-    ``dynamic``: the float tensors of the fp32 file with D^T and W^T as symmetric per-tensor
+    "int8-dynamic": the float tensors of the fp32 file with D^T and W^T as symmetric per-tensor
     int8 (the hybrid FULLY_CONNECTED kernels' form: float input, output and bias, int8 weights)."""
     n, k, m = model.n_features, model.n_atoms, model.n_outputs
+    int8 = options.precision != "fp32"
     D, threshold, W = (a.astype(np.float32) for a in graph_parameters(model, rescale=int8))
     bias1 = -threshold
     bias2 = np.zeros(m, dtype=np.float32)
-    if not int8 or dynamic:
+    if options.precision != "int8":
         weights = {"dictionary": ("float32", D.T), "weights": ("float32", W.T)}
-        if dynamic:
+        if int8:
             for name, (_, values) in weights.items():
                 q, scales = symmetric_weights(values, per_channel=False)
                 weights[name] = ("int8", q, scales, _zeros(scales))
@@ -81,8 +82,8 @@ def _layers(model: Model, int8: bool, ranges: Ranges | None, per_channel: bool,
         ]
     activations = [affine_params(*r) for r in (ranges.input, ranges.features, ranges.scores)]
     (s_x, z_x), (s_f, z_f), (s_o, z_o) = activations
-    q_d, s_d = symmetric_weights(D.T, per_channel=per_channel)
-    q_w, s_w = symmetric_weights(W.T, per_channel=per_channel)
+    q_d, s_d = symmetric_weights(D.T, per_channel=options.per_channel)
+    q_w, s_w = symmetric_weights(W.T, per_channel=options.per_channel)
     q_b1, s_b1 = int32_bias(bias1, s_x, s_d, lowest=relu_bias_floor(q_d, z_x))
     q_b2, s_b2 = int32_bias(bias2, s_f, s_w)
 
@@ -259,11 +260,12 @@ def to_tflite(
     model: Model,
     path: str | os.PathLike,
     *,
-    int8: bool = False,
+    precision: str = "fp32",
     calibration: Any = None,
-    dynamic: bool = False,
     per_channel: bool = False,
     margin: float = DEFAULT_MARGIN,
+    signed_weights: bool = False,
+    with_preprocessing: bool = False,
 ) -> Path:
     """Export ``model`` to a TFLite file at ``path`` (written atomically) and return the path.
 
@@ -271,43 +273,34 @@ def to_tflite(
     ----------
     model : Model (or a fitted estimator with ``to_model()``)
     path : destination ending in ``.tflite``
-    int8 : quantize. Full integer (int8 input/output) calibrated on ``calibration`` unless
-        ``dynamic``: dynamic-range quantization, int8 weights and float32 input, output and
+    precision : "fp32"; "int8": full integer (int8 input and output, symmetric int8 weights)
+        calibrated on ``calibration``; "int8-dynamic": int8 weights and float32 input, output and
         thresholds, each FULLY_CONNECTED a hybrid kernel that quantizes its input row as it runs
-        (asymmetric, over the row's own range); it needs no calibration data.
-    calibration : array [n_rows, n_features] of raw inputs (before preprocessing; a batch of images
-        [n_rows, H, W(, 3)] is flattened), >= 20 rows.
-    per_channel : per-output-channel weight scales (per-tensor by default: microcontroller
-        runtimes need it). Static int8 only: hybrid kernels take per-channel scales from
+        (over the row's own range), no calibration data.
+    calibration : "int8" only: raw rows [n_rows, n_features] (before preprocessing; a batch of
+        images [n_rows, H, W(, 3)] is flattened), >= 20 rows.
+    per_channel : "int8" only: one weight scale per atom and per output, not one per tensor.
+        "int8-dynamic" files are per-tensor: hybrid kernels take per-channel scales from
         FULLY_CONNECTED version 12, which the legacy tflite-runtime 2.14 lacks.
-    margin : widen each calibrated range by this fraction of its width.
+    margin : "int8" only: widen each calibrated range by this fraction of its width.
+    signed_weights, with_preprocessing : ONNX only; True raises ``ValueError`` (the options of
+        both writers are one set, checked by ``options``).
 
     The file takes preprocessed input; the preprocessing is recorded in its ``lastedge`` metadata.
     """
+    options = check_export_options("tflite", precision, calibration=calibration, per_channel=per_channel,
+                                   margin=margin, signed_weights=signed_weights,
+                                   with_preprocessing=with_preprocessing)
     tfl = check_schema()
     model = check_model(model)
     path = check_output_path(path, ".tflite", "the output")
-    ranges = None
-    if not int8:
-        if calibration is not None or per_channel or dynamic:
-            raise ValueError("calibration, dynamic and per_channel apply to int8 export only (int8=True)")
-    elif dynamic:
-        if calibration is not None:
-            raise ValueError("dynamic int8 quantization takes no calibration rows; drop one of them")
-        if per_channel:
-            raise ValueError("dynamic int8 TFLite files have per-tensor weights: the legacy "
-                             "tflite-runtime 2.14 has no per-channel hybrid FULLY_CONNECTED (version 12)")
-    else:
-        ranges = Ranges.measure(model, calibration, margin)
-    quantization = {"mode": "dynamic", "weights": "int8"} if dynamic else ranges and {
-        "mode": "static", "per_channel": per_channel, "weights": "int8", **ranges.describe()}
-    metadata = build_metadata(model, precision="int8" if int8 else "fp32",
-                              preprocess_in_graph=False, quantization=quantization)
-    kind = "dynamic" if dynamic else metadata["precision"]
+    ranges = Ranges.measure(model, options.calibration, options.margin) if precision == "int8" else None
+    metadata = build_metadata(model, precision=options.file_precision, preprocess_in_graph=False,
+                              quantization=options.quantization("int8", ranges))
     description = (f"lastedge soft-threshold classifier: {model.n_features} features, "
-                   f"{model.n_atoms} atoms, {model.n_outputs} output(s), "
-                   f"{'int8 dynamic' if dynamic else kind}")
-    data = _Writer(tfl).write(_layers(model, int8, ranges, per_channel, dynamic), dumps(metadata),
-                              description, op_version=OP_VERSIONS[kind], asymmetric_inputs=dynamic)
+                   f"{model.n_atoms} atoms, {model.n_outputs} output(s), {precision}")
+    data = _Writer(tfl).write(_layers(model, options, ranges), dumps(metadata), description,
+                              op_version=OP_VERSIONS[precision],
+                              asymmetric_inputs=precision == "int8-dynamic")
     write_atomically(path, lambda f: f.write(data))
     return path

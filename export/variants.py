@@ -4,34 +4,31 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Any
+from typing import Any, Sequence
 
 from lastedge.runtime import Model
 
 from .metadata import check_model
 from .onnx import to_onnx
+from .options import FORMATS, PRECISIONS, check_export_options
 from .parity import assert_parity, measure_parity
 from .tflite import to_tflite
 
-FORMATS = {"onnx": to_onnx, "tflite": to_tflite}
-# int8: static, ranges from the calibration rows; int8-dynamic: weights only, inputs quantized as it runs
-PRECISIONS = ("fp32", "int8", "int8-dynamic")
+WRITERS = {"onnx": to_onnx, "tflite": to_tflite}
 
 
 def exporter(fmt: str) -> Any:
-    """The export function for ``fmt`` (``"onnx"`` or ``"tflite"``)."""
-    if fmt not in FORMATS:
-        raise ValueError(f"unknown format {fmt!r}; choose one of {', '.join(FORMATS)}")
-    return FORMATS[fmt]
+    """The export function for ``fmt`` (``"onnx"`` or ``"tflite"``); both take the same options."""
+    return WRITERS[check_export_options(fmt).format]
 
 
 def export_all(model: Model, folder: str | os.PathLike, calibration: Any, X_check: Any,
-               y_check: Any = None, *, stem: str = "model",
-               strict: bool = True) -> list[dict[str, Any]]:
-    """Export ``model`` as ONNX and TFLite, fp32, static int8 and dynamic int8, into ``folder``;
-    check each file.
+               y_check: Any = None, *, stem: str = "model", formats: Sequence[str] = FORMATS,
+               precisions: Sequence[str] = PRECISIONS, strict: bool = True) -> list[dict[str, Any]]:
+    """Export ``model`` in each of ``formats`` (ONNX and TFLite) and ``precisions`` (fp32, int8,
+    int8-dynamic) into ``folder`` as ``STEM-PRECISION.FORMAT``; check each file.
 
-    ``calibration``: raw rows for the static int8 ranges; ``X_check``/``y_check``: held-out rows (and
+    ``calibration``: raw rows for the "int8" ranges; ``X_check``/``y_check``: held-out rows (and
     labels) for ``assert_parity``. Returns one row per file: format, precision, path, size_bytes,
     max_score_error, mean_score_error, agreement, accuracy figures, backend, problems. With
     ``strict`` a file out of bounds raises ``ParityError``; without, it is listed in ``problems``.
@@ -40,15 +37,19 @@ def export_all(model: Model, folder: str | os.PathLike, calibration: Any, X_chec
     folder = Path(folder)
     if not folder.is_dir():
         raise ValueError(f"export folder {folder} does not exist")
+    if isinstance(formats, str) or isinstance(precisions, str):
+        raise TypeError(f"formats and precisions take sequences of names, e.g. ('onnx',), got "
+                        f"{formats!r} and {precisions!r}")
+    variants = [(fmt, precision) for fmt in formats for precision in precisions]
+    for fmt, precision in variants:  # every name checked before the first file is written
+        check_export_options(fmt, precision, calibration=calibration if precision == "int8" else None)
     rows = []
-    for fmt in FORMATS:
-        for precision in PRECISIONS:
-            path = folder / f"{stem}-{precision}.{fmt}"
-            static = precision == "int8"
-            exporter(fmt)(model, path, int8=precision != "fp32", calibration=calibration if static else None,
-                          dynamic=precision == "int8-dynamic")
-            figures = (assert_parity if strict else measure_parity)(model, path, X_check, y_check)
-            figures.pop("per_backend")
-            # the variant's name last: the figures' own "precision" is the file's, "int8" for both int8 files
-            rows.append({"format": fmt, **figures, "precision": precision})
+    for fmt, precision in variants:
+        path = folder / f"{stem}-{precision}.{fmt}"
+        exporter(fmt)(model, path, precision=precision,
+                      calibration=calibration if precision == "int8" else None)
+        figures = (assert_parity if strict else measure_parity)(model, path, X_check, y_check)
+        figures.pop("per_backend")
+        # the variant's name last: the figures' own "precision" is the file's, "int8" for both int8 files
+        rows.append({"format": fmt, **figures, "precision": precision})
     return rows

@@ -19,9 +19,9 @@ TINY_LAST = dict(n_atoms=4, max_dca_iter=2, inner_iter=30, preprocess="center-l2
 EXPORTED_FILES = [
     ("m.onnx", dict()),
     ("m-pre.onnx", dict(with_preprocessing=True)),
-    ("m-int8.onnx", dict(int8=True)),
+    ("m-int8.onnx", dict(precision="int8")),
     ("m.tflite", dict()),
-    ("m-int8.tflite", dict(int8=True)),
+    ("m-int8.tflite", dict(precision="int8")),
 ]
 
 
@@ -85,7 +85,7 @@ def export_every_kind(model: Model, folder: Path, X_cal: np.ndarray) -> dict[str
     paths = {"m.npz": model.save(folder / "m.npz")}
     for name, kwargs in EXPORTED_FILES:
         writer = getattr(lastedge_export, "to_onnx" if name.endswith(".onnx") else "to_tflite")
-        if kwargs.get("int8"):
+        if kwargs.get("precision") == "int8":
             kwargs = {**kwargs, "calibration": X_cal}
         writer(model, folder / name, **kwargs)
         paths[name] = folder / name

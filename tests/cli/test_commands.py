@@ -381,7 +381,7 @@ def mark_encrypted(path: Path) -> Path:
      "locked-model.npz is not a readable lastedge model file .*password required"),
     (["train", "--data", "{d}/locked.npz", *TINY, "--out", "{d}/m.npz"],
      "cannot read the arrays of locked.npz: .*password required"),
-    (["export", "{model}", "--format", "onnx", "--int8", "--calibration", "{d}/locked.npz",
+    (["export", "{model}", "--format", "onnx", "--precision", "int8", "--calibration", "{d}/locked.npz",
       "--out", "{d}/m.onnx"], "locked.npz is not a readable .npz file .*password required"),
     (["predict", "{model}", "--data", "{d}/narrow.csv"], "X has 2 features, the model expects 64"),
     (["predict", "{model}", "--data", "digits", "--no-labels"],

@@ -166,19 +166,21 @@ def test_a_failed_int8_check_says_what_to_try(export, run, tmp_path, capsys, mon
         raise ParityError("predictions agree on 98.00% of rows, need >= 99%")
 
     monkeypatch.setattr(export, "assert_parity", failing)
-    code, _, err = run("export", tmp_path / "m.npz", "--format", "tflite", "--int8",
+    code, _, err = run("export", tmp_path / "m.npz", "--format", "tflite", "--precision", "int8",
                        "--calibration", "digits", "--out", tmp_path / "m.tflite")
     assert code == 1
-    assert err.rstrip().endswith("(int8 is too coarse for this model: try --per-channel or --dynamic, or export fp32)")
-    for options, tries in ((["--per-channel"], "try --dynamic, or "), (["--dynamic"], "")):
-        code, _, err = run("export", tmp_path / "m.npz", "--format", "tflite", "--int8", *options,
+    assert err.rstrip().endswith("(int8 is too coarse for this model: try --per-channel or "
+                                 "--precision int8-dynamic, or export fp32)")
+    for options, tries in ((["int8", "--per-channel"], "try --precision int8-dynamic, or "),
+                           (["int8-dynamic"], "")):  # --calibration: the dynamic file's check rows
+        code, _, err = run("export", tmp_path / "m.npz", "--format", "tflite", "--precision", *options,
                            "--calibration", "digits", "--out", tmp_path / "m.tflite")
         assert code == 1 and err.rstrip().endswith(f"(int8 is too coarse for this model: {tries}export fp32)")
-    for options in ([], ["--dynamic"]):
-        code, _, err = run("export", tmp_path / "m.npz", "--format", "onnx", "--int8", *options,
+    for precision in ("int8", "int8-dynamic"):
+        code, _, err = run("export", tmp_path / "m.npz", "--format", "onnx", "--precision", precision,
                            "--calibration", "digits", "--out", tmp_path / "m.onnx")
         assert code == 1 and err.rstrip().endswith(
-            "(int8 is too coarse for this model: try --format tflite --dynamic, or export fp32)")
+            "(int8 is too coarse for this model: try --format tflite --precision int8-dynamic, or export fp32)")
 
 
 def test_atoms_of_rows_that_are_no_square_image_name_the_option(run, tmp_path, capsys):

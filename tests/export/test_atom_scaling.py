@@ -46,6 +46,6 @@ def test_int8_keeps_parity_with_uneven_atoms(digits_case, tmp_path, fmt):
         from lastedge.export import to_tflite as write
     from lastedge.export import measure_parity
 
-    path = write(model, tmp_path / f"q.{fmt}", int8=True, calibration=X_train)
+    path = write(model, tmp_path / f"q.{fmt}", precision="int8", calibration=X_train)
     # measured: 98.9-99.4 % with the rescaling; 0 % without it (the small atoms' features round to 0)
     assert measure_parity(model, path, X_test, y_test)["agreement"] >= 0.98

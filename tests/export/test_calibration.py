@@ -37,5 +37,5 @@ def test_a_binary_file_calibrated_on_one_class_still_predicts_both(binary_digits
     write = _writer(fmt)
     model, X_train, X_test, y_test = binary_digits_case()
     negative = X_train[model.decision_function(X_train) < 0]
-    path = write(model, tmp_path / f"b.{fmt}", int8=True, calibration=negative)
+    path = write(model, tmp_path / f"b.{fmt}", precision="int8", calibration=negative)
     assert assert_parity(model, path, X_test, y_test)["agreement"] >= 0.99

@@ -67,7 +67,7 @@ def _export(digits_case, tmp_path, calibration, capsys):
     from lastedge.cli import main
 
     digits_case()[0].save(tmp_path / "m.npz")
-    code = main(["export", str(tmp_path / "m.npz"), "--format", "onnx", "--int8", "--calibration",
+    code = main(["export", str(tmp_path / "m.npz"), "--format", "onnx", "--precision", "int8", "--calibration",
                  str(calibration), "--out", str(tmp_path / "m.onnx")])
     return code, capsys.readouterr()
 

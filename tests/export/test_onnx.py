@@ -92,7 +92,7 @@ def test_binary_model_has_one_output_column(binary_digits_case, tmp_path):
 @pytest.mark.parametrize("per_channel", [True, False])
 def test_static_int8_runs_fully_in_integer_arithmetic(digits_case, tmp_path, per_channel):
     model, X_train, y_train, X_test, y_test = digits_case()
-    path = to_onnx(model, tmp_path / "q.onnx", int8=True, calibration=X_train, per_channel=per_channel)
+    path = to_onnx(model, tmp_path / "q.onnx", precision="int8", calibration=X_train, per_channel=per_channel)
     ops = onnxruntime_ops(path)
     assert ops == ["QuantizeLinear", "QGemm", "QGemm", "DequantizeLinear"]
     assert not {"Sub", "Relu", "Gemm", "MatMul"} & set(ops)  # no float island left
@@ -112,7 +112,7 @@ def test_static_int8_gives_the_same_scores_fused_or_not(digits_case, tmp_path, p
     from onnx import numpy_helper
 
     model, X_train, _, X_test, _ = digits_case()
-    path = to_onnx(model, tmp_path / "q.onnx", int8=True, calibration=X_train, per_channel=per_channel)
+    path = to_onnx(model, tmp_path / "q.onnx", precision="int8", calibration=X_train, per_channel=per_channel)
     tensors = {t.name: numpy_helper.to_array(t) for t in onnx.load(path).graph.initializer}
     assert tensors["dictionary_quantized"].dtype == tensors["weights_quantized"].dtype == np.uint8
     rows = model.preprocess.apply(X_test).astype(np.float32)
@@ -127,7 +127,7 @@ def test_static_int8_gives_the_same_scores_fused_or_not(digits_case, tmp_path, p
 
 def test_static_int8_with_preprocessing_keeps_the_core_integer(digits_case, tmp_path):
     model, X_train, y_train, X_test, y_test = digits_case()
-    path = to_onnx(model, tmp_path / "q.onnx", int8=True, calibration=X_train, with_preprocessing=True)
+    path = to_onnx(model, tmp_path / "q.onnx", precision="int8", calibration=X_train, with_preprocessing=True)
     ops = onnxruntime_ops(path)
     assert ops[-4:] == ["QuantizeLinear", "QGemm", "QGemm", "DequantizeLinear"]
     assert "Relu" not in ops
@@ -136,7 +136,7 @@ def test_static_int8_with_preprocessing_keeps_the_core_integer(digits_case, tmp_
 
 def test_dynamic_int8_needs_no_calibration(digits_case, tmp_path):
     model, X_train, y_train, X_test, y_test = digits_case()
-    path = to_onnx(model, tmp_path / "d.onnx", int8=True, dynamic=True)
+    path = to_onnx(model, tmp_path / "d.onnx", precision="int8-dynamic")
     assert "MatMulInteger" in describe(path)["ops"]
     assert describe(path)["metadata"]["quantization"] == {"mode": "dynamic", "weights": "uint8"}
     figures = assert_parity(model, path, X_test, y_test)
@@ -147,7 +147,7 @@ def test_dynamic_int8_needs_no_calibration(digits_case, tmp_path):
 def test_int8_is_about_four_times_smaller_for_dictionary_heavy_models(random_model, tmp_path):
     model, X = random_model(n_features=784, n_atoms=400, n_classes=10)
     fp32 = to_onnx(model, tmp_path / "m.onnx").stat().st_size
-    int8 = to_onnx(model, tmp_path / "q.onnx", int8=True, calibration=X).stat().st_size
+    int8 = to_onnx(model, tmp_path / "q.onnx", precision="int8", calibration=X).stat().st_size
     assert 3.5 < fp32 / int8 < 4.1
 
 
@@ -160,12 +160,12 @@ def test_static_int8_with_standardisation_in_the_graph_quantizes_the_standardize
     model = Model(model.dictionary, model.weights, model.classes, model.alpha,
                   Preprocess("standardize", model.preprocess.mean * uneven, model.preprocess.scale * uneven))
     X = X * uneven
-    path = to_onnx(model, tmp_path / "q.onnx", int8=True, calibration=X, with_preprocessing=True)
+    path = to_onnx(model, tmp_path / "q.onnx", precision="int8", calibration=X, with_preprocessing=True)
     meta = describe(path)["metadata"]
     assert meta["preprocess_in_graph"] is True and meta["quantization"]["input_is_raw"] is False
     assert meta["quantization"]["input"][1] < 10  # the standardized range, not the raw one
     assert onnxruntime_ops(path) == ["Sub", "Div", "QuantizeLinear", "QGemm", "QGemm", "DequantizeLinear"]
-    plain = to_onnx(model, tmp_path / "p.onnx", int8=True, calibration=X)
+    plain = to_onnx(model, tmp_path / "p.onnx", precision="int8", calibration=X)
     agreement = assert_parity(model, path, X, min_agreement=0.95)["agreement"]  # 97 %; folded: 53 %
     assert agreement == assert_parity(model, plain, X, min_agreement=0.95)["agreement"]
 

@@ -27,7 +27,7 @@ def test_a_dynamic_file_computes_its_integer_graph(digits_case, random_model, tm
         model, X = random_model(n_features=784, n_atoms=400, n_classes=10, kind="center-l2")
     else:
         model, _, _, X, _ = digits_case()
-    path = to_onnx(model, tmp_path / "d.onnx", int8=True, dynamic=True, with_preprocessing=case == "digits in graph")
+    path = to_onnx(model, tmp_path / "d.onnx", precision="int8-dynamic", with_preprocessing=case == "digits in graph")
     assert DynamicGraph.read(path).problems(model) == []
     for rows in (X, synthetic_rows(model, 2100)):  # 2100 rows: more than one block
         figures = measure_parity(model, path, rows, min_agreement=None)
@@ -65,7 +65,7 @@ def _scale_scores(proto):
 ], ids=["coarser step", "one weight changed", "thresholds", "scores rescaled"])
 def test_a_file_that_is_not_the_models_dynamic_quantization_fails(digits_case, tmp_path, change, message):
     model, _, _, X, y = digits_case()
-    path = to_onnx(model, tmp_path / "d.onnx", int8=True, dynamic=True)
+    path = to_onnx(model, tmp_path / "d.onnx", precision="int8-dynamic")
     broken = _rewrite(path, tmp_path / "broken.onnx", change)
     with pytest.raises(ParityError, match=message):
         assert_parity(model, broken, synthetic_rows(model, 512), min_agreement=None)
@@ -73,7 +73,7 @@ def test_a_file_that_is_not_the_models_dynamic_quantization_fails(digits_case, t
 
 def test_agreement_on_rows_is_bounded_unless_the_caller_says_they_sample_no_data(random_model, tmp_path):
     model, _ = random_model(n_features=784, n_atoms=400, n_classes=10, kind="center-l2")
-    path = to_onnx(model, tmp_path / "d.onnx", int8=True, dynamic=True)
+    path = to_onnx(model, tmp_path / "d.onnx", precision="int8-dynamic")
     rows = synthetic_rows(model, 512)
     agreement = measure_parity(model, path, rows, min_agreement=None)["agreement"]
     assert agreement < 1.0  # near-ties around the thresholds: some predictions flip
@@ -88,10 +88,10 @@ def test_cli_dynamic_export_without_data_checks_the_integer_graph(digits_case, t
     missed 99 % agreement there (every flip a near-tie) and their export failed."""
     model, _, _, _, _ = digits_case()
     model.save(tmp_path / "m.npz")
-    assert main(["export", str(tmp_path / "m.npz"), "--format", "onnx", "--int8", "--dynamic",
+    assert main(["export", str(tmp_path / "m.npz"), "--format", "onnx", "--precision", "int8-dynamic",
                  "--out", str(tmp_path / "m.onnx"), "--json"]) == 0
     result = json.loads(capsys.readouterr().out)
     assert result["check_rows"] == "synthetic" and result["parity"]["within_integer_graph_tolerance"]
-    assert main(["export", str(tmp_path / "m.npz"), "--format", "onnx", "--int8", "--dynamic",
+    assert main(["export", str(tmp_path / "m.npz"), "--format", "onnx", "--precision", "int8-dynamic",
                  "--out", str(tmp_path / "m.onnx")]) == 0
     assert "its integer graph's scores to within" in capsys.readouterr().out

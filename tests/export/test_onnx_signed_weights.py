@@ -49,7 +49,7 @@ def _scores(path, rows, level):
 @pytest.fixture(scope="module")
 def static_file(digits_case, tmp_path_factory):
     model, X_train, _, X_test, y_test = digits_case()
-    path = to_onnx(model, tmp_path_factory.mktemp("signed") / "s.onnx", int8=True,
+    path = to_onnx(model, tmp_path_factory.mktemp("signed") / "s.onnx", precision="int8",
                    calibration=X_train, signed_weights=True)
     return model, path, X_test, y_test
 
@@ -86,7 +86,7 @@ def test_static_signed_weights_pass_parity_where_the_kernels_are_exact(static_fi
 
 def test_dynamic_signed_weights_are_the_models_rounded_to_the_symmetric_grid(digits_case, tmp_path):
     model, *_ = digits_case()
-    path = to_onnx(model, tmp_path / "d.onnx", int8=True, dynamic=True, signed_weights=True)
+    path = to_onnx(model, tmp_path / "d.onnx", precision="int8-dynamic", signed_weights=True)
     graph = DynamicGraph.read(path)
     assert graph.dictionary.symmetric and graph.weights.symmetric
     assert graph.problems(model) == []
@@ -98,13 +98,16 @@ def test_dynamic_signed_weights_are_the_models_rounded_to_the_symmetric_grid(dig
 
 def test_signed_weights_need_int8(digits_case):
     model, *_ = digits_case()
-    with pytest.raises(ValueError, match="signed_weights applies to int8 export only"):
+    with pytest.raises(ValueError, match=r"signed_weights=True applies to the int8 precisions \('int8', "
+                                         r"'int8-dynamic'\) only, got precision='fp32'"):
         to_onnx(model, "never.onnx", signed_weights=True)
 
 
 @pytest.mark.parametrize("options, message", [
-    (["--format", "onnx"], "--signed-weights applies to --int8 exports only"),
-    (["--format", "tflite", "--int8", "--dynamic"], "--signed-weights applies to --format onnx only"),
+    (["--format", "onnx"], "--signed-weights applies to the int8 precisions ('int8', 'int8-dynamic') "
+                           "only, got --precision fp32"),
+    (["--format", "tflite", "--precision", "int8-dynamic"],
+     "--signed-weights applies to --format onnx only, got --format tflite"),
 ])
 def test_cli_refuses_signed_weights_where_they_do_not_apply(digits_case, tmp_path, capsys, options, message):
     model, *_ = digits_case()
@@ -125,8 +128,8 @@ def files(digits_case, tmp_path_factory):
     model, *_ = digits_case()
     folder = tmp_path_factory.mktemp("warn")
     model.save(folder / "m.npz")
-    return {signed: to_onnx(model, folder / f"{'signed' if signed else 'unsigned'}.onnx", int8=True,
-                            dynamic=True, signed_weights=signed) for signed in (False, True)}
+    return {signed: to_onnx(model, folder / f"{'signed' if signed else 'unsigned'}.onnx",
+                            precision="int8-dynamic", signed_weights=signed) for signed in (False, True)}
 
 
 @pytest.mark.parametrize("cpuinfo, machine, warned", [
@@ -168,12 +171,11 @@ def test_inspect_names_the_weight_type(files, capsys):
 
 @pytest.mark.parametrize("cpuinfo, drop", [(X86_AVX2, True), (X86_VNNI, False)])
 def test_a_failed_signed_export_on_a_cpu_without_vnni_says_to_drop_the_option(monkeypatch, cpuinfo, drop):
-    import argparse
-
     from lastedge.cli.export import _int8_hint
+    from lastedge.export.options import check_export_options
     from lastedge.runtime import cpu
 
     monkeypatch.setattr(cpu, "read_cpuinfo", lambda: cpuinfo)
     monkeypatch.setattr(platform, "machine", lambda: "x86_64")
-    args = argparse.Namespace(int8=True, signed_weights=True, format="onnx", dynamic=True, per_channel=False)
-    assert ("drop --signed-weights" in _int8_hint(args)) is drop
+    options = check_export_options("onnx", "int8-dynamic", signed_weights=True)
+    assert ("drop --signed-weights" in _int8_hint(options)) is drop

@@ -22,19 +22,20 @@ ROWS = 2 * BLOCK_ROWS + 7
 
 
 @pytest.mark.parametrize("writer, fmt", [(to_onnx, "onnx"), (to_tflite, "tflite")])
-@pytest.mark.parametrize("int8", [False, True])
-def test_parity_over_several_blocks(random_model, tmp_path, writer, fmt, int8):
+@pytest.mark.parametrize("precision", ["fp32", "int8"])
+def test_parity_over_several_blocks(random_model, tmp_path, writer, fmt, precision):
     if not available(fmt):
         pytest.skip(f"no {fmt} interpreter installed")
     model, X_cal = random_model(kind="standardize", seed=2)
     X = np.random.default_rng(3).normal(2.0, 3.0, (ROWS, model.n_features)).astype(np.float32)
-    path = writer(model, tmp_path / f"m.{fmt}", **({"int8": True, "calibration": X_cal} if int8 else {}))
+    path = writer(model, tmp_path / f"m.{fmt}", precision=precision,
+                  calibration=X_cal if precision == "int8" else None)
     figures = assert_parity(model, path, X, min_agreement=0.9, max_accuracy_drop=1.0)
     assert figures["rows"] == ROWS
     for backend in available(fmt):
         scores = run(backend, path, model.preprocess.apply(X))
         assert scores.shape == (ROWS, model.n_outputs)
-        if not int8:  # every block's rows, in order
+        if precision == "fp32":  # every block's rows, in order
             np.testing.assert_allclose(scores, model.decision_function(X), rtol=1e-4, atol=1e-4)
 
 
@@ -150,7 +151,7 @@ def test_a_model_with_nearly_zero_columns_gets_finite_probes_and_exports_cleanly
         for writer, fmt in ((to_onnx, "onnx"), (to_tflite, "tflite")):
             if available(fmt):
                 assert_parity(tiny, writer(tiny, tmp_path / f"m.{fmt}"), X_test, y_test)
-                assert_parity(tiny, writer(tiny, tmp_path / f"q.{fmt}", int8=True, calibration=X_train),
+                assert_parity(tiny, writer(tiny, tmp_path / f"q.{fmt}", precision="int8", calibration=X_train),
                               X_test, y_test)
     tiny.save(tmp_path / "tiny.npz")
     assert main(["export", str(tmp_path / "tiny.npz"), "--format", "onnx", "--out",

@@ -47,7 +47,7 @@ def test_fp32_parity(random_model, tmp_path, kind):
 def test_binary_fp32_and_int8(binary_digits_case, tmp_path):
     model, X_train, X_test, y_test = binary_digits_case()
     assert_parity(model, to_tflite(model, tmp_path / "b.tflite"), X_test, y_test)
-    q = to_tflite(model, tmp_path / "b8.tflite", int8=True, calibration=X_train)
+    q = to_tflite(model, tmp_path / "b8.tflite", precision="int8", calibration=X_train)
     assert describe(q)["outputs"][0]["shape"] == [-1, 1]
     assert assert_parity(model, q, X_test, y_test)["agreement"] >= 0.99
 
@@ -55,7 +55,7 @@ def test_binary_fp32_and_int8(binary_digits_case, tmp_path):
 @pytest.mark.parametrize("per_channel", [False, True])
 def test_int8_is_full_integer_and_meets_the_bounds_on_digits(digits_case, tmp_path, per_channel):
     model, X_train, y_train, X_test, y_test = digits_case()
-    path = to_tflite(model, tmp_path / "q.tflite", int8=True, calibration=X_train, per_channel=per_channel)
+    path = to_tflite(model, tmp_path / "q.tflite", precision="int8", calibration=X_train, per_channel=per_channel)
     _, tensors = _tensors(path)
     T = tfl.TensorType
     assert [t.Type() for t in tensors] == [T.INT8, T.INT8, T.INT32, T.INT8, T.INT8, T.INT32, T.INT8]
@@ -74,7 +74,7 @@ def test_int8_is_full_integer_and_meets_the_bounds_on_digits(digits_case, tmp_pa
 def test_int8_is_about_four_times_smaller_for_dictionary_heavy_models(random_model, tmp_path):
     model, X = random_model(n_features=784, n_atoms=400, n_classes=10)
     fp32 = to_tflite(model, tmp_path / "m.tflite").stat().st_size
-    int8 = to_tflite(model, tmp_path / "q.tflite", int8=True, calibration=X).stat().st_size
+    int8 = to_tflite(model, tmp_path / "q.tflite", precision="int8", calibration=X).stat().st_size
     assert 3.5 < fp32 / int8 < 4.1
 
 
@@ -131,7 +131,7 @@ def test_a_shared_dictionary_exports_to_both_formats_fp32_and_int8(tmp_path, dig
     for export, suffix in ((to_onnx, "onnx"), (to_tflite, "tflite")):
         figures = assert_parity(model, export(model, tmp_path / f"s.{suffix}"), X, y)
         assert figures["accuracy"] == pytest.approx(clf.score(X, y), abs=1e-9)
-        assert_parity(model, export(model, tmp_path / f"s8.{suffix}", int8=True,
+        assert_parity(model, export(model, tmp_path / f"s8.{suffix}", precision="int8",
                                     calibration=digits_data.X_train), X, y)
 
 
@@ -144,7 +144,7 @@ def test_int8_takes_an_atom_that_can_never_fire(digits_case, tmp_path):
     D[:, 0] *= 1e-5
     dead = Model(D, model.weights, model.classes, model.alpha, model.preprocess)
     assert not np.any(dead.features(X_train)[:, 0])
-    path = to_tflite(dead, tmp_path / "q.tflite", int8=True, calibration=X_train)
+    path = to_tflite(dead, tmp_path / "q.tflite", precision="int8", calibration=X_train)
     assert assert_parity(dead, path, X_test, y_test)["agreement"] >= 0.99
     flat, tensors = _tensors(path)
     bias, q_d = (flat.Buffers(tensors[i].Buffer()).DataAsNumpy().view(dtype)
@@ -166,7 +166,7 @@ def test_per_channel_int8_takes_a_class_whose_weights_have_no_float32_scale(digi
     tiny = Model(model.dictionary, W, model.classes, model.alpha, model.preprocess)
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        path = to_tflite(tiny, tmp_path / "q.tflite", int8=True, calibration=X_train, per_channel=True)
+        path = to_tflite(tiny, tmp_path / "q.tflite", precision="int8", calibration=X_train, per_channel=True)
     flat, tensors = _tensors(path)
     weights = flat.Buffers(tensors[4].Buffer()).DataAsNumpy().view("i1").reshape(10, -1)
     assert np.all(tensors[4].Quantization().ScaleAsNumpy() > 0) and not np.any(weights[3])

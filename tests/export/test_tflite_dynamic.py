@@ -42,7 +42,7 @@ def _scores(path, rows, resolver):
 
 def test_a_dynamic_file_is_the_fp32_graph_with_int8_weights_and_hybrid_kernels(digits_case, tmp_path):
     model, _, _, _, _ = digits_case()
-    path = to_tflite(model, tmp_path / "d.tflite", int8=True, dynamic=True)
+    path = to_tflite(model, tmp_path / "d.tflite", precision="int8-dynamic")
     info = describe(path)
     assert info["ops"] == ["FULLY_CONNECTED", "FULLY_CONNECTED"]
     assert [t["dtype"] for t in info["inputs"] + info["outputs"]] == ["float32", "float32"]
@@ -68,7 +68,7 @@ def test_a_dynamic_file_is_the_fp32_graph_with_int8_weights_and_hybrid_kernels(d
 def test_a_dynamic_file_is_about_four_times_smaller_for_dictionary_heavy_models(random_model, tmp_path):
     model, _ = random_model(n_features=784, n_atoms=400, n_classes=10)
     fp32 = to_tflite(model, tmp_path / "m.tflite").stat().st_size
-    dynamic = to_tflite(model, tmp_path / "d.tflite", int8=True, dynamic=True).stat().st_size
+    dynamic = to_tflite(model, tmp_path / "d.tflite", precision="int8-dynamic").stat().st_size
     assert 3.5 < fp32 / dynamic < 4.1
 
 
@@ -80,7 +80,7 @@ def test_a_dynamic_file_computes_its_hybrid_graph(digits_case, random_model, tmp
         model, X = random_model(n_features=784, n_atoms=400, n_classes=10, kind="center-l2")
     else:
         model, _, _, X, _ = digits_case()
-    path = to_tflite(model, tmp_path / "d.tflite", int8=True, dynamic=True)
+    path = to_tflite(model, tmp_path / "d.tflite", precision="int8-dynamic")
     assert HybridGraph.read(path).problems(model) == []
     for rows in (X, synthetic_rows(model, 2100)):  # 2100 rows: more than one block
         figures = measure_parity(model, path, rows, min_agreement=None)
@@ -93,7 +93,7 @@ def test_the_tolerance_covers_litert_with_and_without_xnnpack_and_stays_small(di
     scores differ by ~0.01 on a digits model); both lie within the graph's tolerance, which is
     a small fraction of the scores on almost every row."""
     model, _, _, X, _ = digits_case()
-    path = to_tflite(model, tmp_path / "d.tflite", int8=True, dynamic=True)
+    path = to_tflite(model, tmp_path / "d.tflite", precision="int8-dynamic")
     Z = model.preprocess.apply(X).astype(np.float32)
     expected, tolerance = np.hsplit(HybridGraph.read(path).scores(Z), 2)
     resolvers = litert.OpResolverType
@@ -104,17 +104,17 @@ def test_the_tolerance_covers_litert_with_and_without_xnnpack_and_stays_small(di
 
 def test_predictions_agree_with_the_float_model_on_held_out_digits(digits_case, tmp_path):
     model, _, _, X, y = digits_case()
-    figures = assert_parity(model, to_tflite(model, tmp_path / "d.tflite", int8=True, dynamic=True), X, y)
+    figures = assert_parity(model, to_tflite(model, tmp_path / "d.tflite", precision="int8-dynamic"), X, y)
     assert figures["agreement"] >= 0.99 and figures["accuracy_drop"] <= 0.005
     assert 0 < figures["mean_score_error"] <= figures["max_score_error"] < 0.5
 
 
 def test_binary_and_trained_last_models(binary_digits_case, tmp_path, tiny_last, digits_data):
     binary, _, X_test, y_test = binary_digits_case()
-    path = to_tflite(binary, tmp_path / "b.tflite", int8=True, dynamic=True)
+    path = to_tflite(binary, tmp_path / "b.tflite", precision="int8-dynamic")
     assert describe(path)["outputs"][0]["shape"] == [-1, 1]
     assert assert_parity(binary, path, X_test, y_test)["agreement"] >= 0.99
-    path = to_tflite(tiny_last, tmp_path / "t.tflite", int8=True, dynamic=True)
+    path = to_tflite(tiny_last, tmp_path / "t.tflite", precision="int8-dynamic")
     figures = assert_parity(tiny_last.to_model(), path, digits_data.X_test, digits_data.y_test)
     assert figures["agreement"] >= 0.99
 
@@ -145,7 +145,7 @@ def _halve_largest(q):
 ], ids=["coarser step", "one weight changed"])
 def test_a_file_with_changed_constants_fails(digits_case, tmp_path, change, message):
     model, _, _, X, _ = digits_case()
-    path = to_tflite(model, tmp_path / "d.tflite", int8=True, dynamic=True)
+    path = to_tflite(model, tmp_path / "d.tflite", precision="int8-dynamic")
     broken = _tampered(path, tmp_path / "broken.tflite", *change(_dictionary(path)))
     with pytest.raises(ParityError, match=message):
         assert_parity(model, broken, X, min_agreement=None)
@@ -153,7 +153,7 @@ def test_a_file_with_changed_constants_fails(digits_case, tmp_path, change, mess
 
 def test_a_file_with_changed_thresholds_fails(digits_case, tmp_path):
     model, _, _, X, _ = digits_case()
-    path = to_tflite(model, tmp_path / "d.tflite", int8=True, dynamic=True)
+    path = to_tflite(model, tmp_path / "d.tflite", precision="int8-dynamic")
     threshold = HybridGraph.read(path).negative_threshold
     broken = _tampered(path, tmp_path / "broken.tflite", threshold.tobytes(),
                        (threshold * np.float32(1.01)).tobytes())
@@ -169,7 +169,7 @@ def test_a_file_whose_kernels_quantize_inputs_symmetrically_fails(digits_case, t
         return write(self, *args, **{**kwargs, "asymmetric_inputs": False})
 
     monkeypatch.setattr(tflite_writer._Writer, "write", symmetric)
-    path = to_tflite(model, tmp_path / "d.tflite", int8=True, dynamic=True)
+    path = to_tflite(model, tmp_path / "d.tflite", precision="int8-dynamic")
     with pytest.raises(ParityError, match="do not both quantize their inputs asymmetrically"):
         assert_parity(model, path, X, min_agreement=None)
 
@@ -178,7 +178,7 @@ def test_scores_off_the_hybrid_graph_fail_though_the_constants_are_the_models(di
     """Scores 5 % off (as a rescaled output would give) fail on the graph's own tolerance, even on
     synthetic rows where agreement is not bounded."""
     model, _, _, _, _ = digits_case()
-    path = to_tflite(model, tmp_path / "d.tflite", int8=True, dynamic=True)
+    path = to_tflite(model, tmp_path / "d.tflite", precision="int8-dynamic")
     run = export_backends.run
     monkeypatch.setattr(export_backends, "run", lambda *args: run(*args) * np.float32(1.05))
     with pytest.raises(ParityError, match="scores differ from the file's own integer graph by up to .* "
@@ -189,7 +189,7 @@ def test_scores_off_the_hybrid_graph_fail_though_the_constants_are_the_models(di
 def test_the_runtime_runs_a_dynamic_file_as_int8(digits_case, tmp_path):
     model, _, _, X, _ = digits_case()
     paths = {"fp32": to_tflite(model, tmp_path / "m.tflite"),
-             "dynamic": to_tflite(model, tmp_path / "d.tflite", int8=True, dynamic=True)}
+             "dynamic": to_tflite(model, tmp_path / "d.tflite", precision="int8-dynamic")}
     predictor = load(paths["dynamic"])
     assert predictor.precision == "int8" and predictor.backend == "litert"
     scores = predictor.decision_function(X)
@@ -202,18 +202,19 @@ def test_the_runtime_runs_a_dynamic_file_as_int8(digits_case, tmp_path):
 
 def test_python_api_refuses_options_that_do_not_apply(digits_case, tmp_path):
     model, _, _, X, _ = digits_case()
-    with pytest.raises(ValueError, match="apply to int8 export only"):
-        to_tflite(model, tmp_path / "d.tflite", dynamic=True)
-    with pytest.raises(ValueError, match="takes no calibration rows"):
-        to_tflite(model, tmp_path / "d.tflite", int8=True, dynamic=True, calibration=X)
-    with pytest.raises(ValueError, match="per-tensor weights: the legacy tflite-runtime 2.14"):
-        to_tflite(model, tmp_path / "d.tflite", int8=True, dynamic=True, per_channel=True)
+    with pytest.raises(ValueError, match="precision must be one of 'fp32', 'int8', 'int8-dynamic', got 'dynamic'"):
+        to_tflite(model, tmp_path / "d.tflite", precision="dynamic")
+    with pytest.raises(ValueError, match=r"calibration applies to precision='int8' \(static\) only, "
+                                         "got precision='int8-dynamic'"):
+        to_tflite(model, tmp_path / "d.tflite", precision="int8-dynamic", calibration=X)
+    with pytest.raises(ValueError, match=r"per_channel=True applies to precision='int8' \(static\) only"):
+        to_tflite(model, tmp_path / "d.tflite", precision="int8-dynamic", per_channel=True)
     assert not (tmp_path / "d.tflite").exists()
 
 
 def test_cli_dynamic_export_without_data_checks_the_hybrid_graph(digits_case, tmp_path, capsys):
     digits_case()[0].save(tmp_path / "m.npz")
-    argv = ["export", str(tmp_path / "m.npz"), "--format", "tflite", "--int8", "--dynamic",
+    argv = ["export", str(tmp_path / "m.npz"), "--format", "tflite", "--precision", "int8-dynamic",
             "--out", str(tmp_path / "m.tflite")]
     assert main([*argv, "--json"]) == 0
     result = json.loads(capsys.readouterr().out)
@@ -226,11 +227,12 @@ def test_cli_dynamic_export_without_data_checks_the_hybrid_graph(digits_case, tm
 
 
 @pytest.mark.parametrize("extra, message", [
-    (["--dynamic"], "--dynamic applies to --int8 exports only"),
-    (["--int8", "--dynamic", "--per-channel"],
-     "--per-channel applies to static int8 (with --calibration), not to --dynamic"),
-    (["--int8", "--dynamic", "--with-preprocessing"], "--with-preprocessing applies to --format onnx only"),
-    (["--int8"], "--int8 needs --calibration PATH|digits (or --dynamic)"),
+    (["--precision", "int8-dynamic", "--per-channel"],
+     "--per-channel applies to --precision int8 (static) only, got --precision int8-dynamic"),
+    (["--per-channel"], "--per-channel applies to --precision int8 (static) only, got --precision fp32"),
+    (["--precision", "int8-dynamic", "--with-preprocessing"],
+     "--with-preprocessing applies to --format onnx only, got --format tflite"),
+    (["--precision", "int8"], "--precision int8 needs --calibration PATH|digits (or --precision int8-dynamic"),
 ])
 def test_cli_errors_are_one_line(random_model, tmp_path, capsys, extra, message):
     random_model()[0].save(tmp_path / "m.npz")

@@ -34,7 +34,7 @@ def test_int8_parity_in_tflite_runtime(random_model, tmp_path, per_channel):
     model, X = random_model(n_features=32, n_atoms=60, n_classes=4, kind="center-l2", seed=3)
     rng = np.random.default_rng(1)
     X_cal = rng.normal(2.0, 3.0, size=(500, 32)).astype(np.float32)  # same distribution as X
-    path = to_tflite(model, tmp_path / "q.tflite", int8=True, calibration=X_cal, per_channel=per_channel)
+    path = to_tflite(model, tmp_path / "q.tflite", precision="int8", calibration=X_cal, per_channel=per_channel)
     figures = assert_parity(model, path, X, backends=["tflite-runtime"], min_agreement=0.95)
     assert figures["agreement"] >= 0.95 and figures["max_score_error"] > 0
 
@@ -44,7 +44,7 @@ def test_dynamic_int8_parity_in_tflite_runtime(random_model, tmp_path, kind):
     """Hybrid FULLY_CONNECTED (version 9, per-tensor int8 weights) runs in tflite-runtime 2.14;
     it has no per-channel hybrid kernel (version 12), which is why dynamic files are per-tensor."""
     model, X = random_model(n_features=32, n_atoms=60, n_classes=4, kind=kind, seed=3)
-    path = to_tflite(model, tmp_path / "d.tflite", int8=True, dynamic=True)
+    path = to_tflite(model, tmp_path / "d.tflite", precision="int8-dynamic")
     figures = assert_parity(model, path, X, backends=["tflite-runtime"], min_agreement=0.95)
     assert figures["within_integer_graph_tolerance"] and figures["max_score_error"] > 0
 
@@ -54,7 +54,7 @@ def test_dynamic_int8_parity_in_tflite_runtime(random_model, tmp_path, kind):
 def test_dynamic_int8_scores_are_the_reference_kernels_bit_for_bit(random_model, tmp_path):
     """``hybrid_graph`` evaluates TFLite's reference hybrid kernel, which tflite-runtime runs."""
     model, X = random_model(n_features=64, n_atoms=200, n_classes=10, kind="center-l2", seed=1)
-    path = to_tflite(model, tmp_path / "d.tflite", int8=True, dynamic=True)
+    path = to_tflite(model, tmp_path / "d.tflite", precision="int8-dynamic")
     Z = model.preprocess.apply(X)
     expected = np.hsplit(HybridGraph.read(path).scores(Z), 2)[0]
     np.testing.assert_array_equal(run("tflite-runtime", path, Z), expected)

@@ -53,17 +53,18 @@ def model_files(folder: Path) -> dict[str, Path]:
     if has("tflite") and has("flatbuffers"):
         from lastedge.export import to_tflite
 
-        for name, options in (("fp32", {}), ("int8", {"int8": True, "calibration": rows}),
-                              ("int8-channels", {"int8": True, "calibration": rows, "per_channel": True}),
-                              ("dynamic", {"int8": True, "dynamic": True})):
+        for name, options in (("fp32", {}), ("int8", {"precision": "int8", "calibration": rows}),
+                              ("int8-channels", {"precision": "int8", "calibration": rows, "per_channel": True}),
+                              ("dynamic", {"precision": "int8-dynamic"})):
             files[f"{name}.tflite"] = to_tflite(model, folder / f"{name}.tflite", **options)
         files["binary.tflite"] = to_tflite(binary, folder / "binary.tflite")
     if has("onnx") and has("onnxruntime"):
         from lastedge.export import to_onnx
 
-        for name, options in (("fp32", {}), ("int8", {"int8": True, "calibration": rows}),
-                              ("dynamic", {"int8": True, "dynamic": True}),
-                              ("signed", {"int8": True, "calibration": rows, "signed_weights": True})):
+        for name, options in (("fp32", {}), ("int8", {"precision": "int8", "calibration": rows}),
+                              ("int8-channels", {"precision": "int8", "calibration": rows, "per_channel": True}),
+                              ("dynamic", {"precision": "int8-dynamic"}),
+                              ("signed", {"precision": "int8", "calibration": rows, "signed_weights": True})):
             for graph in ("", "-graph"):
                 path = folder / f"{name}{graph}.onnx"
                 files[path.name] = to_onnx(model, path, with_preprocessing=bool(graph), **options)

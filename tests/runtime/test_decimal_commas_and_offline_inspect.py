@@ -133,7 +133,7 @@ def onnx_files(blobs, prototype_model, tmp_path_factory):
     X, y = blobs()
     model = prototype_model(X, y)
     folder = tmp_path_factory.mktemp("onnx")
-    return (to_onnx(model, folder / "m.onnx"), to_onnx(model, folder / "q.onnx", int8=True, dynamic=True),
+    return (to_onnx(model, folder / "m.onnx"), to_onnx(model, folder / "q.onnx", precision="int8-dynamic"),
             model)
 
 

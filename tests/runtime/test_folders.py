@@ -269,7 +269,7 @@ def test_train_predict_export_on_an_image_folder(tmp_path, capsys):
     recorded = summary["metrics"]["test_accuracy"]  # stored to 5 digits
     assert predicted["rows"] == 150 and predicted["accuracy"] == pytest.approx(recorded, abs=1e-5)
     pytest.importorskip("onnxruntime")
-    assert main(["export", str(model_path), "--format", "onnx", "--int8", "--calibration", str(folder),
+    assert main(["export", str(model_path), "--format", "onnx", "--precision", "int8", "--calibration", str(folder),
                  "--out", str(tmp_path / "m.onnx"), "--json"]) == 0
     exported = json.loads(capsys.readouterr().out)
     assert exported["parity"]["agreement"] >= 0.99

@@ -28,9 +28,9 @@ def models():
         yield Model(rng.normal(size=(7, 9)), rng.normal(size=(9, outputs)), np.arange(classes), 1.0, preprocess), X
 
 
-ONNX_OPTIONS = {"fp32": [{}], "int8": [{"int8": True, "per_channel": per_channel, "signed_weights": signed}
+ONNX_OPTIONS = {"fp32": [{}], "int8": [{"per_channel": per_channel, "signed_weights": signed}
                                        for per_channel in (True, False) for signed in (False, True)],
-                "int8-dynamic": [{"int8": True, "dynamic": True, "signed_weights": signed} for signed in (False, True)]}
+                "int8-dynamic": [{"signed_weights": signed} for signed in (False, True)]}
 
 
 @pytest.mark.parametrize("precision", ONNX_OPTIONS)
@@ -41,21 +41,23 @@ def test_every_onnx_file_the_exporter_writes_passes(tmp_path, precision):
 
     for (model, X), options, in_graph in itertools.product(models(), ONNX_OPTIONS[precision], (False, True)):
         calibration = X if precision == "int8" else None
-        path = to_onnx(model, tmp_path / "m.onnx", calibration=calibration, with_preprocessing=in_graph, **options)
+        path = to_onnx(model, tmp_path / "m.onnx", precision=precision, calibration=calibration,
+                       with_preprocessing=in_graph, **options)
         header = check_onnx_graph(path.read_bytes(), str(path))
         assert header.preprocess_in_graph == (in_graph and model.preprocess.kind != "none")
         predictor = load(path)
         assert predictor.decision_function(X[:3]).shape[0] == 3
 
 
-@pytest.mark.parametrize("options", [{}, {"int8": True}, {"int8": True, "per_channel": True},
-                                     {"int8": True, "dynamic": True}], ids=["fp32", "int8", "int8-channels", "dynamic"])
+@pytest.mark.parametrize("options", [{"precision": "fp32"}, {"precision": "int8"},
+                                     {"precision": "int8", "per_channel": True}, {"precision": "int8-dynamic"}],
+                         ids=["fp32", "int8", "int8-channels", "dynamic"])
 def test_every_tflite_file_the_exporter_writes_passes(tmp_path, options):
     pytest.importorskip("tflite")
     from lastedge.export import to_tflite
 
     for model, X in models():
-        calibration = X if options.get("int8") and not options.get("dynamic") else None
+        calibration = X if options["precision"] == "int8" else None
         path = to_tflite(model, tmp_path / "m.tflite", calibration=calibration, **options)
         data = path.read_bytes()
         check_tflite_graph(data, parse_header(tflite_metadata(data), str(path)), str(path))
@@ -131,7 +133,7 @@ def test_metadata_must_agree_with_the_tflite_precision(tmp_path):
     from lastedge.export import to_tflite
 
     model, X = next(models())
-    path = to_tflite(model, tmp_path / "q.tflite", int8=True, calibration=X)
+    path = to_tflite(model, tmp_path / "q.tflite", precision="int8", calibration=X)
     data = path.read_bytes()
     header = parse_header(tflite_metadata(data), str(path))
     fields = {**header.fields, "precision": "fp32", "quantization": None}

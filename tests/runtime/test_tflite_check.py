@@ -16,11 +16,12 @@ pytest.importorskip("tflite")  # the exporter's schema package writes the files 
 from lastedge.export import to_tflite
 
 
-@pytest.fixture(scope="module", params=[False, True], ids=["fp32", "int8"])
+@pytest.fixture(scope="module", params=["fp32", "int8"])
 def exported(blobs, prototype_model, request, tmp_path_factory) -> bytes:
     X, y = blobs()
     path = tmp_path_factory.mktemp("check") / "m.tflite"
-    to_tflite(prototype_model(X, y), path, int8=request.param, calibration=X if request.param else None)
+    to_tflite(prototype_model(X, y), path, precision=request.param,
+              calibration=X if request.param == "int8" else None)
     return path.read_bytes()
 
 

@@ -19,12 +19,14 @@ from lastedge.runtime.loading import _installed
 pytest.importorskip("tflite_runtime")
 
 
-@pytest.mark.parametrize("int8", [False, True], ids=["fp32", "int8"])
+@pytest.mark.parametrize("precision", ["fp32", "int8"])
 @pytest.mark.parametrize("n_classes", [2, 4])
-def test_legacy_interpreter_agrees_with_numpy(assert_parity, blobs, hard_rows, prototype_model, tmp_path, int8, n_classes):
+def test_legacy_interpreter_agrees_with_numpy(assert_parity, blobs, hard_rows, prototype_model, tmp_path, precision,
+                                              n_classes):
     X, y = blobs(n_classes=n_classes, rows=600)
     model = prototype_model(X[:300], y[:300])
-    path = to_tflite(model, tmp_path / "m.tflite", int8=int8, calibration=X[:300] if int8 else None)
+    path = to_tflite(model, tmp_path / "m.tflite", precision=precision,
+                     calibration=X[:300] if precision == "int8" else None)
     assert_parity(model, path, hard_rows(model, X[300:]), backend="tflite_runtime")
     assert_parity(model, path, X[300:], backend="tflite_runtime")
     predictor = load(path, backend="tflite_runtime", threads=2)
@@ -56,13 +58,13 @@ def test_predict_command_runs_in_the_device_environment(blobs, prototype_model, 
     assert result["predictions"] == load(path, backend="tflite_runtime").predict(X).tolist()
 
 
-@pytest.mark.parametrize("int8", [False, True], ids=["fp32", "int8"])
-def test_damaged_files_are_refused_not_crashed_on(blobs, prototype_model, tmp_path, int8):
+@pytest.mark.parametrize("precision", ["fp32", "int8"])
+def test_damaged_files_are_refused_not_crashed_on(blobs, prototype_model, tmp_path, precision):
     """tflite_runtime builds a model without verifying it: before runtime.tflite_check, a few random
     bytes of damage crashed this process (SIGBUS / SIGSEGV) in fuzzing."""
     X, y = blobs(rows=300)
-    data = to_tflite(prototype_model(X, y), tmp_path / "m.tflite", int8=int8,
-                     calibration=X if int8 else None).read_bytes()
+    data = to_tflite(prototype_model(X, y), tmp_path / "m.tflite", precision=precision,
+                     calibration=X if precision == "int8" else None).read_bytes()
     rng = np.random.default_rng(0)
     broken = tmp_path / "broken.tflite"
     for _ in range(300):
