@@ -87,9 +87,9 @@ def _export_checked(options: ExportOptions, model: Any, rows: Any, out: Path) ->
 
 def _int8_hint(options: ExportOptions) -> str:
     """What to try when an int8 file fails its check: its 8-bit grid is too coarse for the model.
-    A static TFLite file may pass with per-channel weights, or dynamic (each row quantized over
-    its own range). An ONNX int8 file may pass as dynamic TFLite: onnxruntime's dynamic files
-    quantize a whole batch over one range. Signed weights fail on x86 CPUs without VNNI, where
+    A static file may pass with per-channel weights; a TFLite one as dynamic (each row quantized
+    over its own range), an ONNX one as dynamic TFLite (onnxruntime's dynamic files quantize a
+    whole batch over one range). Signed weights fail on x86 CPUs without VNNI, where
     onnxruntime's int8 kernels saturate."""
     if options.precision == "fp32":
         return ""
@@ -99,11 +99,11 @@ def _int8_hint(options: ExportOptions) -> str:
         if signed_weights_saturate(read_cpuinfo(), platform.machine()) is not False:
             return (" (onnxruntime's int8 kernels may saturate on this CPU, an x86 without VNNI or "
                     "one whose features cannot be read: drop --signed-weights)")
-    tries = []
-    if options.format == "tflite" and options.precision == "int8":
-        tries = ([] if options.per_channel else ["--per-channel"]) + ["--precision int8-dynamic"]
-    elif options.format == "onnx":
-        tries = ["--format tflite --precision int8-dynamic"]
+    tries = ["--per-channel"] if options.precision == "int8" and not options.per_channel else []
+    if options.format == "onnx":
+        tries.append("--format tflite --precision int8-dynamic")
+    elif options.precision == "int8":
+        tries.append("--precision int8-dynamic")
     text = f"try {' or '.join(tries)}, or " if tries else ""
     return f" (int8 is too coarse for this model: {text}export fp32)"
 
