@@ -24,7 +24,7 @@ from arguments import positive_int
 from paper_data import DEFAULT_DATA, check_data, texture_task
 from lastedge.train import LASTClassifier
 from lastedge.train.curves import head_histories
-from lastedge.train.solvers import LBFGSSolver
+from lastedge.train.lbfgs import LBFGSSolver
 
 
 def tasks(textures: bool, data: str) -> dict[str, tuple[np.ndarray, np.ndarray, dict]]:

@@ -3,16 +3,13 @@
     python benchmarks/shared_vs_ovr.py [--datasets mnist,usps] [--total-atoms 100,200,...]
                                        [--train-rows N] [--max-dca-iter K] [--inner-solver S]
                                        [--batch-size B] [--n-jobs J] [--device D] [--tol TOL] [--mu MU]
-                                       [--methods shared,ovr] [--hinge max|sum] [--shift-augment K]
-                                       [--atoms-against A] [--ovr-hinge-weight L] [--sub-dictionaries K]
+                                       [--methods shared,ovr] [--shift-augment K]
                                        [--seed S | --seed A-B | --seed A,B,...] [--parallel-fits P]
                                        [--quick] [--json PATH] [--plot PATH] [--data ../shared/data]
     python benchmarks/shared_vs_ovr.py --merge A.json B.json ... [--plot PATH]
 
 For each data set and each total atom count T: ``multiclass="shared"`` (one dictionary of T atoms,
-each voting for one class, trained with the multi-class hinge ``--hinge``; ``--atoms-against`` and
-``--ovr-hinge-weight`` give it atoms voting against their class and one-vs-all's hinges,
-``--sub-dictionaries`` trains its atoms as independent parts whose scores are averaged) and
+each voting for or against one class, trained on the multi-class hinge plus one-vs-all's hinges) and
 ``multiclass="ovr"`` (T / 10 atoms per class, 10 heads, T in all).
 Inputs centred and scaled to unit l2 norm per image (the paper's digits setting). Each model is
 fitted once (timed), scored on the full test set, exported with ``to_model`` and saved to a
@@ -53,10 +50,8 @@ import harness
 from lastedge.runtime import bench
 from lastedge.train import LASTClassifier
 from lastedge.train.curves import head_histories
-from lastedge.train.last import FULL_BATCH_LIMIT, MINIBATCH_SIZE
-from lastedge.train.objective import HINGES
-from lastedge.train.problem import ATOMS_PER_CLASS
 from lastedge.train import selection
+from lastedge.train.settings import FULL_BATCH_LIMIT, MINIBATCH_SIZE
 from paper_data import DEFAULT_DATA, digits_task
 
 PREPROCESS = "center-l2"
@@ -64,9 +59,6 @@ DATASETS = ("mnist", "usps")
 MULTICLASS = {"shared": "shared dictionary", "ovr": "one-vs-all"}
 DEFAULT_TOTAL_ATOMS = [100, 200, 400, 800, 1600, 4000]
 QUICK = {"train_rows": 2000, "total_atoms": [100, 200], "max_dca_iter": 2, "inner_iter": 50}
-# Options of the shared model alone, with their defaults: one-vs-all runs refuse any other value.
-SHARED_ONLY_DEFAULTS = {"hinge": LASTClassifier().hinge, "atoms_per_class": LASTClassifier().atoms_per_class,
-                        "atoms_against": 0.0, "ovr_hinge_weight": 0.0, "sub_dictionaries": 1}
 # Arguments that must agree, per data set, between files joined by --merge (seeds may differ).
 BUDGET_ARGS = ("train_rows", "max_dca_iter", "inner_iter", "inner_solver", "batch_size", "tol",
                "early_stopping")
@@ -111,9 +103,6 @@ def stratified_rows(X: np.ndarray, y: np.ndarray, n: int | None, seed: int) -> t
 def build(multiclass: str, total_atoms: int, n_classes: int, args: argparse.Namespace,
           mu: float, image_side: int, seed: int) -> LASTClassifier:
     return LASTClassifier(harness.atoms_per_head(multiclass, total_atoms, n_classes), multiclass=multiclass,
-                          hinge=args.hinge, atoms_per_class=args.atoms_per_class,
-                          atoms_against=args.atoms_against, ovr_hinge_weight=args.ovr_hinge_weight,
-                          sub_dictionaries=args.sub_dictionaries,
                           preprocess=PREPROCESS,
                           shift_augment=args.shift_augment, image_shape=(image_side, image_side),
                           inner_solver=args.inner_solver, max_dca_iter=args.max_dca_iter,
@@ -127,18 +116,6 @@ def task_data(task: str, args: argparse.Namespace, seed: int) -> tuple[np.ndarra
     X, y, X_test, y_test = digits_task(task, args.data)
     X, y = stratified_rows(X, y, args.train_rows, seed)
     return X, y, X_test, y_test
-
-
-def unfitted_models(args: argparse.Namespace) -> Iterator[tuple[str, tuple[np.ndarray, ...], int, str, LASTClassifier]]:
-    """``(task, (X, y, X_test, y_test), total, multiclass, estimator)`` for every model these
-    arguments ask for, unfitted, each with ``args.mu`` (for prototypes that fit them their own way)."""
-    for task in args.datasets:
-        for seed in args.seed:
-            data = task_data(task, args, seed)
-            for total in args.total_atoms:
-                for multiclass in args.methods:
-                    yield task, data, total, multiclass, build(
-                        multiclass, total, len(np.unique(data[1])), args, args.mu, image_side(data[0]), seed)
 
 
 def choose_mu(multiclass: str, total_atoms: int, data: tuple[np.ndarray, ...],
@@ -170,21 +147,9 @@ def image_side(X: np.ndarray) -> int:
     return int(round(np.sqrt(X.shape[1])))
 
 
-def label(multiclass: str, hinge: str, shift_augment: int = 0, atoms_against: float = 0.0,
-          ovr_hinge_weight: float = 0.0, atoms_per_class: str | None = None, sub_dictionaries: int = 1) -> str:
-    """Table and plot name of a method; the shared model names its loss where it is not the
-    default, and models trained on shifted copies say so."""
-    loss = []
-    if multiclass == "shared":
-        default = LASTClassifier()
-        loss = [f"{hinge} hinge"] * (hinge != default.hinge)
-        loss += [f"{atoms_against:g} against"] * bool(atoms_against)
-        loss += [f"ovr hinges x{ovr_hinge_weight:g}"] * bool(ovr_hinge_weight)
-        per_class = atoms_per_class or default.atoms_per_class
-        loss += [f"{per_class} atoms per class"] * (per_class != default.atoms_per_class)
-        loss += [f"{sub_dictionaries} sub-dictionaries"] * (sub_dictionaries > 1)
-    return (MULTICLASS[multiclass] + (f" ({', '.join(loss)})" if loss else "")
-            + (f", shifts <= {shift_augment} px" if shift_augment else ""))
+def label(multiclass: str, shift_augment: int = 0) -> str:
+    """Table and plot name of a method; models trained on shifted copies say so."""
+    return MULTICLASS[multiclass] + (f", shifts <= {shift_augment} px" if shift_augment else "")
 
 
 def run_one(fit: Fit, data: tuple[np.ndarray, ...], args: argparse.Namespace, folder: Path) -> dict[str, Any]:
@@ -193,13 +158,10 @@ def run_one(fit: Fit, data: tuple[np.ndarray, ...], args: argparse.Namespace, fo
     X_train, y_train, X_test, y_test = data
     n_classes = len(np.unique(y_train))
     clf = build(multiclass, total_atoms, n_classes, args, mu, image_side(X_train), fit.seed)
-    shared_options = {name: getattr(args, name) if multiclass == "shared" else None
-                      for name in SHARED_ONLY_DEFAULTS}
     row: dict[str, Any] = {"task": fit.task, "method": multiclass, "seed": fit.seed,
-                           "label": label(multiclass, args.hinge, args.shift_augment, args.atoms_against,
-                                          args.ovr_hinge_weight, args.atoms_per_class, args.sub_dictionaries),
+                           "label": label(multiclass, args.shift_augment),
                            "total_atoms": total_atoms, "atoms_per_head": clf.n_atoms, "mu": mu,
-                           **shared_options, "shift_augment": args.shift_augment,
+                           "shift_augment": args.shift_augment,
                            "n_train": len(y_train), "n_test": len(y_test)}
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
@@ -228,7 +190,7 @@ def run_one(fit: Fit, data: tuple[np.ndarray, ...], args: argparse.Namespace, fo
 def merge_rows(paths: list[Path]) -> list[dict[str, Any]]:
     """The rows of several runs' ``--json`` files as one table, ordered by data set, method, total, seed.
 
-    A later file's row replaces an earlier one for the same data set, method (with its hinge), total
+    A later file's row replaces an earlier one for the same data set, method (its label), total
     and seed; files that trained one data set with different budgets are refused.
     """
     merged: dict[tuple[str, str, int, int], dict[str, Any]] = {}
@@ -369,19 +331,6 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                                              "--total-atoms, and use it at every total"),
     p.add_argument("--methods", type=_method_list, default=list(MULTICLASS),
                    help="comma separated subset of shared,ovr (default both)")
-    p.add_argument("--hinge", default=SHARED_ONLY_DEFAULTS["hinge"], choices=HINGES,
-                   help="multi-class hinge of the shared model: max (Crammer-Singer, default) or sum "
-                        "(Weston-Watkins); one-vs-all heads are binary, where both are the paper's")
-    p.add_argument("--atoms-per-class", default=SHARED_ONLY_DEFAULTS["atoms_per_class"],
-                   choices=ATOMS_PER_CLASS,
-                   help="shared model: atoms per class in proportion to class frequency (default) or equal")
-    p.add_argument("--atoms-against", type=float, default=SHARED_ONLY_DEFAULTS["atoms_against"], metavar="A",
-                   help="shared model: share of each class's atoms voting against it (default 0)")
-    p.add_argument("--ovr-hinge-weight", type=float, default=SHARED_ONLY_DEFAULTS["ovr_hinge_weight"], metavar="L",
-                   help="shared model: weight of one-vs-all's binary hinges added to its loss (default 0)")
-    p.add_argument("--sub-dictionaries", type=int, default=SHARED_ONLY_DEFAULTS["sub_dictionaries"], metavar="K",
-                   help="shared model: train its atoms as K independent dictionaries, scores averaged "
-                        "(default 1)")
     p.add_argument("--shift-augment", type=int, default=0, metavar="K",
                    help="train also on copies of every training image moved 1..K pixels up, down, left "
                         "and right (default 0: none)")
@@ -416,11 +365,6 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         args.total_atoms = list(DEFAULT_TOTAL_ATOMS)
     if args.max_dca_iter is None:
         args.max_dca_iter = LASTClassifier().max_dca_iter
-    if "shared" not in args.methods:
-        given = [f"--{name.replace('_', '-')}" for name, default in SHARED_ONLY_DEFAULTS.items()
-                 if getattr(args, name) != default]
-        if given:
-            p.error(f"{', '.join(given)} shape(s) the shared model only; add shared to --methods or drop them")
     bad = [t for t in args.total_atoms if t % 10]
     if bad:
         p.error(f"total atoms must be multiples of 10 (one-vs-all splits them over 10 heads), got {bad}")

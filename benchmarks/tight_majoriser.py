@@ -3,9 +3,9 @@ group against the general formula, side by side, alternating, median of several 
 
     python benchmarks/tight_majoriser.py [--repeats 15] [--threads 1]
 
-Every minibatch Adam step of a one-vs-all, binary or plain shared fit calls
-``objective.tight_data_weights``. The general formula mixes linearised and exact features, which
-only atoms voting against a class need (``atoms_against``); with every atom in one group the
+Every minibatch Adam step of a one-vs-all or binary fit calls ``objective.tight_data_weights``.
+The general formula mixes linearised and exact features, which only atoms voting against a class
+need (a shared dictionary's); with every atom in one group the
 rivals are scored from the features themselves (``one_group_per_atom=True``). Both give the same
 values (checked here before timing). The shapes are the trainer's: rows x features x heads x
 atoms per head, with one-vs-all's tenth of each head's atoms voting for its class.

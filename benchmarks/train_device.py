@@ -1,7 +1,7 @@
 """LAST's training time on the CPU against a torch GPU, the same fits side by side.
 
     python benchmarks/train_device.py [--devices cpu,cuda] [--threads N] [--dataset mnist]
-                                      [--total-atoms 400,1600] [--methods shared,signed,ovr]
+                                      [--total-atoms 400,1600] [--methods shared,ovr]
                                       [--max-dca-iter 4] [--inner-iter 300] [--batch-size 1000]
                                       [--shift-augment K] [--repeats 1] [--quick] [--json PATH]
                                       [--data ../shared/data]
@@ -11,8 +11,7 @@ digits setting: center-l2 rows, Adam on minibatches, ``mu`` = 0). Reported per f
 DCA iteration (the median gap between the iterations' time stamps, so start-up and the final
 model copy are left out), the whole fit's seconds, and the test error. A GPU fit is not
 bit-identical to a CPU fit (another summation order), so its error may differ by noise. Methods:
-one shared dictionary, the same with half of each class's atoms voting against it and one-vs-all's
-hinges added ("signed"), and one-vs-all; on one device the table compares their time per DCA
+one shared dictionary and one-vs-all; on one device the table compares their time per DCA
 iteration at the same total atoms. One small
 fit per device runs first and is not timed (CUDA's context and kernels load there). Prints one
 Markdown table with each device's speed-up over the first device.
@@ -47,9 +46,7 @@ COLUMNS: list[harness.Column] = [
 
 
 # The estimator options of each method.
-METHODS = {"shared": {"multiclass": "shared"},
-           "signed": {"multiclass": "shared", "atoms_against": 0.5, "ovr_hinge_weight": 1.0},
-           "ovr": {"multiclass": "ovr"}}
+METHODS = {"shared": {"multiclass": "shared"}, "ovr": {"multiclass": "ovr"}}
 
 
 def build(method: str, total_atoms: int, n_classes: int, device: str, args: argparse.Namespace,

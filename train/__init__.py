@@ -1,9 +1,8 @@
 """lastedge.train: LAST and its baselines as scikit-learn estimators (torch, CPU or GPU).
 
-The estimators are imported on first use (PEP 562), so that importing ``lastedge.train.commands``
-(the ``lastedge`` command registers ``train`` from it on every install) needs neither torch nor
-scikit-learn: a device with numpy and an interpreter runs ``lastedge predict`` and ``lastedge
-bench`` without the training extra.
+The estimators are imported on first use (PEP 562), so that importing a light module of this
+package (e.g. ``lastedge.train.params``) needs neither torch nor scikit-learn: a device with numpy
+and an interpreter runs ``lastedge predict`` and ``lastedge bench`` without the training extra.
 """
 
 from __future__ import annotations

@@ -1,9 +1,9 @@
 """Shifted copies of training images: more training rows at no cost on the device.
 
-A dictionary of a few hundred atoms fits MNIST's training images almost perfectly (0.02-0.2 %
-training error) and then misses digits that sit a pixel off (1.8 % test error). Training also on
-copies of every image moved by a pixel teaches atoms that tolerate such shifts; the model, and what
-the device computes per sample, keep their size (measured in docs/results.md).
+A dictionary of a few hundred atoms fits MNIST's training images almost perfectly and then misses
+digits that sit a pixel off. Training also on copies of every image moved by a pixel teaches atoms
+that tolerate such shifts; the model, and what the device computes per sample, keep their size
+(see the benchmarks page).
 """
 
 from __future__ import annotations

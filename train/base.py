@@ -19,7 +19,8 @@ from lastedge.runtime.model import FLOAT32_MAX, check_input, in_row_blocks
 
 from . import problem
 from .objective import atom_votes
-from .params import check_n_atoms_and_preprocess, check_n_jobs, check_number, check_step_sizes, python_scalar
+from .params import (BOOLEAN, COMMON_CONSTRAINTS, DEVICE, POSITIVE_FLOAT32, STEP_SIZES, THREADS, Interval,
+                     check_params, integers, python_scalar)
 
 
 def validate_fit_data(estimator: BaseEstimator, X, y) -> tuple[np.ndarray, np.ndarray]:
@@ -95,10 +96,24 @@ class SoftThresholdBase(ModelBackedClassifier, ClassNamePrefixFeaturesOutMixin, 
                         ClassifierMixin, BaseEstimator):
     """Base of the estimators: classifiers whose ``transform`` gives the soft-threshold features.
 
-    Subclasses declare their parameters and implement ``fit``. The features are new ones, one per
-    atom, so ``get_feature_names_out`` names them after the class (``lastclassifier0, ...``), as
-    scikit-learn's PCA does, for pipelines and ``ColumnTransformer``.
+    Subclasses declare their parameters (``_parameter_constraints``: these and their own) and
+    implement ``fit``. The features are new ones, one per atom, so ``get_feature_names_out`` names
+    them after the class (``lastclassifier0, ...``), as scikit-learn's PCA does, for pipelines and
+    ``ColumnTransformer``.
     """
+
+    _parameter_constraints: dict[str, list] = {
+        **COMMON_CONSTRAINTS,
+        "mu": [Interval(0)],
+        "nu": [Interval(0, open_low=True)],
+        "beta": [POSITIVE_FLOAT32],
+        "eps": [POSITIVE_FLOAT32],
+        "step_sizes": [STEP_SIZES, None],
+        "validation_fraction": [Interval(0, 1, open_low=True, open_high=True)],
+        "device": [DEVICE],
+        "n_jobs": [THREADS, None],
+        "verbose": [integers(0), BOOLEAN],
+    }
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
@@ -106,16 +121,8 @@ class SoftThresholdBase(ModelBackedClassifier, ClassNamePrefixFeaturesOutMixin, 
         return tags
 
     def _check_params(self) -> None:
-        """The parameters every soft-threshold estimator shares; the device is tried last."""
-        check_n_atoms_and_preprocess(self)
-        check_number(self, "mu", low=0)
-        check_number(self, "nu", low=0, open_low=True)
-        for name in ("beta", "eps"):  # torch takes them as float32 numbers: beyond, it overflows
-            check_number(self, name, low=0, high=FLOAT32_MAX, open_low=True)
-        check_number(self, "init_active_fraction", low=0, high=1, open_low=True, also=(None,))
-        check_number(self, "sign_ratio", low=0, high=1, open_low=True, open_high=True, also=("auto",))
-        check_step_sizes(self)
-        check_n_jobs(self)
+        """Every parameter against ``_parameter_constraints``; then whether the device can train."""
+        check_params(self)
         usable_device(self.device)
 
     def _validate_fit_data(self, X, y) -> tuple[np.ndarray, np.ndarray]:
@@ -155,7 +162,7 @@ class SoftThresholdBase(ModelBackedClassifier, ClassNamePrefixFeaturesOutMixin, 
         row_scale = training_scale(Z, self.eps)
         Z = scaled_rows(Z, row_scale)
         targets, groups = self._layout(y_index)
-        U0, v0 = problem.initial_atoms(Z, targets, groups, rng, self.init_active_fraction)
+        U0, v0 = problem.initial_atoms(Z, targets, groups, rng)
         return Z, row_scale, targets, groups, U0, v0
 
     def _preprocessed(self, X: np.ndarray, fitted: Preprocess | None = None) -> np.ndarray:
@@ -169,17 +176,14 @@ class SoftThresholdBase(ModelBackedClassifier, ClassNamePrefixFeaturesOutMixin, 
         return np.require(self.preprocess_.apply(X), requirements="W")
 
     def _layout(self, y_index: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """One-vs-all heads (one head for two classes): ``targets`` [H, m], ``groups`` [H, N, 2]."""
-        targets = problem.binary_heads(y_index, len(self.classes_))
-        fractions = self._positive_fractions(targets)
-        signs = np.stack([problem.atom_signs(self.n_atoms, f) for f in fractions])
-        return targets, problem.sign_groups(signs)
+        """One-vs-all heads (one head for two classes): ``targets`` [H, m], ``groups`` [H, N, 2].
 
-    def _positive_fractions(self, targets: np.ndarray) -> np.ndarray:
-        """Fraction of +1 signs per head: the positive-class frequency ("auto") or a fixed value."""
-        if self.sign_ratio == "auto":
-            return targets.mean(axis=1)
-        return np.full(targets.shape[0], float(self.sign_ratio))
+        Each head's share of atoms with a positive weight is its positive-class frequency (1/10 for
+        ten balanced classes, as the paper's digits).
+        """
+        targets = problem.binary_heads(y_index, len(self.classes_))
+        signs = np.stack([problem.atom_signs(self.n_atoms, f) for f in targets.mean(axis=1)])
+        return targets, problem.sign_groups(signs)
 
     def _store_solution(self, U: np.ndarray, v: np.ndarray, groups: np.ndarray, fit_seconds: float,
                         row_scale: float = 1.0) -> None:
@@ -189,10 +193,9 @@ class SoftThresholdBase(ModelBackedClassifier, ClassNamePrefixFeaturesOutMixin, 
         keeps the atoms of the rows as given, ``U / row_scale`` (:func:`atoms_of_rows_as_given`).
 
         Two groups (a binary head): ``w = s * v``, the score is positive-group minus negative-group.
-        More groups (a shared dictionary): atom j adds ``v_j`` to the score of the class it votes
+        More groups (one shared dictionary): atom j adds ``v_j`` to the score of the class it votes
         for, or ``-v_j`` to the class it votes against (the class scores ``s`` of
         :func:`objective.atom_votes`: the group scores trained on, less one constant per sample).
-        Several shared heads (``sub_dictionaries``) are joined side by side, their scores averaged.
         """
         if row_scale != 1.0:
             U = atoms_of_rows_as_given(U, v, row_scale, self.eps)
@@ -200,8 +203,7 @@ class SoftThresholdBase(ModelBackedClassifier, ClassNamePrefixFeaturesOutMixin, 
         D = U / v[:, None, :]
         self.dictionary_ = np.concatenate(list(D), axis=1).astype(np.float32)
         if groups.shape[-1] > 2:
-            votes = atom_votes(groups) * (v / n_heads)[..., None]  # [H, N, C]
-            self.coef_ = votes.reshape(n_heads * n_atoms, -1).astype(np.float32)
+            self.coef_ = (atom_votes(groups[0]) * v[0][:, None]).astype(np.float32)  # [N, C]
         else:
             signed_v = (groups[..., 1] - groups[..., 0]) * v  # [H, N]
             self.coef_ = np.zeros((n_heads * n_atoms, n_heads), dtype=np.float32)

@@ -28,7 +28,7 @@ from lastedge.runtime import __version__
 from lastedge.runtime import Model, Preprocess
 
 from .base import ModelBackedClassifier, recorded_params, validate_fit_data
-from .params import check_n_atoms_and_preprocess, check_number
+from .params import COMMON_CONSTRAINTS, Interval, Options, check_params, integers
 
 DICTIONARIES = ("kmeans", "random", "l1")
 # alpha=None: candidate thresholds are the quantiles of the training responses D^T z that leave
@@ -66,9 +66,7 @@ class SoftThresholdEncoderSVM(ModelBackedClassifier, ClassifierMixin, ClassNameP
     alpha : float > 0 or None, default=None
         Threshold. None chooses it by stratified ``cv``-fold cross-validation among the quantiles
         of the training responses ``D^T z`` that leave 75, 50, 25, 10, 5 or 2 % of the features
-        active. The paper's grid {0.1, ..., 1} assumes well-spread responses; on raw texture patches
-        (unit norm, all pixels positive) every response lies in [0.88, 1], so that grid can only
-        choose "all active" (0.9) or "none" (1.0). Quantiles adapt to any preprocessing.
+        active (not the paper's grid, see Notes).
     C : float > 0 or None, default=1.0
         SVM regularisation, on codes rescaled to a maximum of 1 over the training rows (so one C
         suits every alpha). None chooses it by cross-validation in (0.01, 0.1, 1, 10, 100),
@@ -83,6 +81,10 @@ class SoftThresholdEncoderSVM(ModelBackedClassifier, ClassifierMixin, ClassNameP
 
     Notes
     -----
+    The paper's thresholds {0.1, ..., 1} assume well-spread responses; on raw texture patches (unit
+    norm, all pixels positive) every response lies in [0.88, 1], so that grid can only choose "all
+    active" (0.9) or "none" (1.0). Quantiles of the responses adapt to any preprocessing.
+
     The SVM has no intercept (``fit_intercept=False``), as LAST and the ``runtime.Model`` contract
     have no bias (liblinear, which the paper used, also fits none by default). This makes
     :meth:`to_model` exact: ``max(0, D^T z - alpha) = alpha * max(0, (D / alpha)^T z - 1)``, so the
@@ -101,6 +103,15 @@ class SoftThresholdEncoderSVM(ModelBackedClassifier, ClassifierMixin, ClassNameP
     weights. fit_time_ : seconds.
     """
 
+    _parameter_constraints: dict[str, list] = {
+        **COMMON_CONSTRAINTS,
+        "dictionary": [Options(DICTIONARIES)],
+        "l1_penalty": [Interval(0, open_low=True)],
+        "alpha": [Interval(0, open_low=True), None],
+        "C": [Interval(0, open_low=True), None],
+        "cv": [integers(2)],
+    }
+
     def __init__(self, n_atoms: int = 100, *, dictionary: str = "kmeans", l1_penalty: float = 0.1,
                  alpha: float | None = None, C: float | None = 1.0, preprocess: str = "l2", cv: int = 3,
                  random_state=None):
@@ -113,18 +124,9 @@ class SoftThresholdEncoderSVM(ModelBackedClassifier, ClassifierMixin, ClassNameP
         self.cv = cv
         self.random_state = random_state
 
-    def _check_params(self) -> None:
-        check_n_atoms_and_preprocess(self)
-        if self.dictionary not in DICTIONARIES:
-            raise ValueError(f"dictionary must be one of {DICTIONARIES}, got {self.dictionary!r}")
-        check_number(self, "l1_penalty", low=0, open_low=True)
-        for name in ("alpha", "C"):
-            check_number(self, name, low=0, open_low=True, also=(None,))
-        check_number(self, "cv", integer=True, low=2)
-
     def fit(self, X, y) -> SoftThresholdEncoderSVM:
         """Build the dictionary, choose alpha and C if asked, and train the SVM on the codes."""
-        self._check_params()
+        check_params(self)
         start = time.perf_counter()
         X, y_index = validate_fit_data(self, X, y)
         rng = check_random_state(self.random_state)
@@ -286,10 +288,8 @@ def l1_dictionary(Z: np.ndarray, n_atoms: int, l1_penalty: float,
     Minimises ``sum_i 0.5 * ||z_i - D a_i||^2 + l1_penalty * ||a_i||_1`` over ``D`` and the codes
     ``a_i`` (the objective of SPAMS, which the paper used) by scikit-learn's online algorithm
     (Mairal et al. 2009) with LARS codes, which stops when its running cost stops improving. The
-    full-batch ``DictionaryLearning`` would code every row at every iteration. Measured on one
-    shared core: 1000 x 144 rows with 400 atoms take 11 / 39 / 60 s at l1_penalty 0.1 / 0.01 /
-    0.001; 10000 x 3072 rows with 100 atoms take 28 s at 0.1 and over 10 minutes at 0.01 (denser
-    codes: each LARS solve takes more steps).
+    full-batch ``DictionaryLearning`` would code every row at every iteration. A smaller
+    ``l1_penalty`` takes longer: denser codes make each LARS solve take more steps.
     """
     learner = MiniBatchDictionaryLearning(n_atoms, alpha=l1_penalty, fit_algorithm="lars",
                                           max_iter=DICTIONARY_EPOCHS,

@@ -16,7 +16,7 @@ from lastedge.runtime import Preprocess
 
 from .base import validate_fit_data, validate_predict_data
 from .baselines import class_atoms
-from .params import check_n_atoms_and_preprocess
+from .params import COMMON_CONSTRAINTS, check_params
 
 
 class KMeansCentroidClassifier(ClassifierMixin, BaseEstimator):
@@ -39,6 +39,8 @@ class KMeansCentroidClassifier(ClassifierMixin, BaseEstimator):
     centroid_classes_ : [n_atoms] the class index of each centroid.
     """
 
+    _parameter_constraints: dict[str, list] = dict(COMMON_CONSTRAINTS)
+
     def __init__(self, n_atoms: int = 100, *, preprocess: str = "l2", random_state=None):
         self.n_atoms = n_atoms
         self.preprocess = preprocess
@@ -46,7 +48,7 @@ class KMeansCentroidClassifier(ClassifierMixin, BaseEstimator):
 
     def fit(self, X, y) -> KMeansCentroidClassifier:
         """Cluster each class's preprocessed rows into its share of the centroids."""
-        check_n_atoms_and_preprocess(self)
+        check_params(self)
         X, y_index = validate_fit_data(self, X, y)
         rng = check_random_state(self.random_state)
         self.preprocess_ = Preprocess.fit(self.preprocess, X)

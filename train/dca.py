@@ -14,8 +14,7 @@ keeps its point and stops (the sub-problem could not be improved, which is DCA's
 criterion). So the recorded full-batch objective never rises.
 
 On minibatches the paper's rule rarely fires: Adam's noisy steps keep moving some entry by more
-than ``tol`` until the step has been cut 10-100x (in 161 of 165 benchmark fits on minibatches in
-docs/reproduce, some head ran to the iteration limit). There a head stops as scikit-learn's
+than ``tol`` until the step has been cut 10-100x. There a head stops as scikit-learn's
 stochastic estimators do: when its objective of (P) per training row (exact, over all rows) has
 not fallen below its best by more than ``tol`` for ``n_iter_no_change`` DCA iterations in a row.
 A solve that found nothing better than its warm start counts as such an iteration; its solver
@@ -32,7 +31,7 @@ from collections.abc import Callable
 import torch
 
 from . import objective
-from .solvers import InnerSolver, LBFGSSolver
+from .solvers import Solver
 from .subproblem import Data, SubProblem, full_objective, objective_and_h_gradient
 
 Tensor = torch.Tensor
@@ -47,7 +46,7 @@ class DCASettings:
     eps: float
     max_dca_iter: int
     tol: float
-    inner_solver: InnerSolver | LBFGSSolver
+    inner_solver: Solver
     mu: float = 0.0
     surrogate: str = "dc"
     line_search: bool = False
@@ -84,7 +83,7 @@ def _estimated_objective(X: Tensor, targets: Tensor, data: Data, U: Tensor, v: T
     """Objective of (P) per head, its data term estimated from the rows ``X`` of ``data`` (float64)."""
     m = data.n_samples
     total = objective.regulariser(U.double(), v.double(), settings.nu, settings.mu)
-    hinge = objective.hinge_losses(X, targets, U, v, data.groups, settings.beta, *data.loss).double().sum(dim=1)
+    hinge = objective.hinge_losses(X, targets, U, v, data.groups, settings.beta, data.ovr_weight).double().sum(dim=1)
     return total + hinge * (m / X.shape[0])
 
 

@@ -9,19 +9,15 @@ over ``H`` independent heads so that one-vs-all trains as one tensor problem:
 - ``targets`` [H, m]: the group each sample should win.
 
 With ``Q = q(X U - v)`` the smoothed features (``q(t) = softplus(beta t) / beta``) and
-``S = Q @ groups`` the group scores, two multi-class hinges are offered (``hinge``):
+``S = Q @ groups`` the group scores, the multi-class hinge (Crammer-Singer)
+``max(0, 1 + max_{c != t} S_c - S_t) = max(S_t, 1 + max_{c != t} S_c) - S_t`` is a convex function
+of ``(U, v)`` minus a convex one, which gives
 
-- "max" (Crammer-Singer): ``max(0, 1 + max_{c != t} S_c - S_t) = max(S_t, 1 + max_{c != t} S_c) - S_t``;
-- "sum" (Weston-Watkins): ``sum_{c != t} max(0, 1 + S_c - S_t) = sum_{c != t} max(S_t, 1 + S_c) - (G-1) S_t``,
+    g = (nu/2) ||v||^2 + sum_i (S_{i,t_i} + hinge_i)       (convex: the max form above)
+    h = sum_i S_{i,t_i}                                     (convex)
 
-each a convex function of ``(U, v)`` minus a convex one, which gives, with ``k = 1`` ("max") or
-``k = G - 1`` ("sum"),
-
-    g = (nu/2) ||v||^2 + sum_i (k S_{i,t_i} + hinge_i)       (convex: the max form above)
-    h = k sum_i S_{i,t_i}                                     (convex)
-
-and (P) = g - h. With two groups both hinges are exactly the paper's binary problem: ``S_1 - S_0``
-is the score ``sum_j s_j q(u_j^T x - v_j)`` and the hinge is ``L(y * score)``.
+and (P) = g - h. With two groups this is exactly the paper's binary problem: ``S_1 - S_0`` is the
+score ``sum_j s_j q(u_j^T x - v_j)`` and the hinge is ``L(y * score)``.
 
 A shared dictionary may also hold atoms that vote AGAINST a class c (negative output weight). Such
 an atom sits in every group but c (its row of ``groups`` is ``1 - e_c``): the group scores stay
@@ -30,7 +26,7 @@ against-atoms) by one constant per sample, so the multi-class hinge is unchanged
 ``ovr_weight`` = lam > 0 the loss adds one-vs-all's binary hinges on the class scores,
 ``lam * sum_c max(0, 1 - t_c s_c)`` (``t_c = +1`` for the sample's class, else -1). Each is
 ``max(a, 1 + b) - a`` with ``a`` the atoms voting for ``t_c`` (for-y or against-c atoms, all in
-the target group), so ``h`` becomes ``(k + lam) sum_i S_{i,t_i}`` and ``g`` gains
+the target group), so ``h`` becomes ``(1 + lam) sum_i S_{i,t_i}`` and ``g`` gains
 ``lam * (S_t + sum_c max(0, 1 - t_c s_c))``.
 
 All functions take plain tensors so that solvers can call them on a minibatch or on all data.
@@ -88,30 +84,20 @@ def pre_activations(X: Tensor, U: Tensor, v: Tensor) -> Tensor:
     return head_products(X, U) - v[:, None, :]
 
 
-HINGES = ("max", "sum")
-
-
-def _rival_terms(S: Tensor, target_score: Tensor, targets: Tensor, hinge: str) -> tuple[Tensor, Tensor]:
+def _rival_terms(S: Tensor, target_score: Tensor, targets: Tensor) -> tuple[Tensor, Tensor]:
     """Hinge losses [H, m] against ``target_score`` and ``A`` [H, m, G], the derivative of each
-    loss by the rival scores ``S_c`` (1 on every rival whose margin term is active, 0 elsewhere).
-
-    "max" charges the best rival only; "sum" every rival. The target's own column never counts.
+    loss by the rival scores ``S_c`` (1 on the best rival where its margin term is active, 0
+    elsewhere). The target's own column never counts.
     """
     margins = (1.0 + S - target_score[..., None]).scatter(-1, targets[..., None], float("-inf"))
-    if hinge == "sum":
-        active = margins > 0
-        return torch.where(active, margins, 0.0).sum(dim=-1), active.to(S.dtype)
-    if hinge != "max":
-        raise ValueError(f"hinge must be one of {HINGES}, got {hinge!r}")
     best, rival = margins.max(dim=-1)
     A = torch.zeros_like(S).scatter_(-1, rival[..., None], 1.0)
     return torch.relu(best), A.mul_((best > 0).to(S.dtype)[..., None])
 
 
-def _h_weight(groups: Tensor, hinge: str, ovr_weight: float) -> float:
-    """How many times ``h`` counts each sample's target score: ``k + lam`` with ``k`` 1 for "max",
-    G - 1 for "sum"."""
-    return (groups.shape[-1] - 1 if hinge == "sum" else 1) + ovr_weight
+def _h_weight(ovr_weight: float) -> float:
+    """How many times ``h`` counts each sample's target score: ``1 + lam``."""
+    return 1.0 + ovr_weight
 
 
 def atom_votes(groups):
@@ -140,30 +126,29 @@ def _target_scores(S: Tensor, targets: Tensor) -> Tensor:
 
 
 def hinge_losses(X: Tensor, targets: Tensor, U: Tensor, v: Tensor, groups: Tensor,
-                 beta: float, hinge: str = "max", ovr_weight: float = 0.0) -> Tensor:
+                 beta: float, ovr_weight: float = 0.0) -> Tensor:
     """Per-sample loss of the smoothed scores, [H, m]: the multi-class hinge (+ the binary ones)."""
-    return _losses(smooth_relu(pre_activations(X, U, v), beta), targets, groups, hinge, ovr_weight)[0]
+    return _losses(smooth_relu(pre_activations(X, U, v), beta), targets, groups, ovr_weight)[0]
 
 
-def _losses(Q: Tensor, targets: Tensor, groups: Tensor, hinge: str, ovr_weight: float
+def _losses(Q: Tensor, targets: Tensor, groups: Tensor, ovr_weight: float
             ) -> tuple[Tensor, Tensor]:
     """Per-sample losses [H, m] of the smoothed features ``Q`` and the target scores ``S_t``."""
     n_groups = groups.shape[-1]
     scores = Q @ _score_weights(groups, ovr_weight)
     target_score = _target_scores(scores[..., :n_groups], targets)
-    losses = _rival_terms(scores[..., :n_groups], target_score, targets, hinge)[0]
+    losses = _rival_terms(scores[..., :n_groups], target_score, targets)[0]
     if ovr_weight:
         losses = losses + ovr_weight * _ovr_hinges(scores[..., n_groups:], targets)[0]
     return losses, target_score
 
 
 def g_terms(X: Tensor, targets: Tensor, U: Tensor, v: Tensor, groups: Tensor,
-            beta: float, hinge: str = "max", ovr_weight: float = 0.0) -> Tensor:
-    """Per-sample terms ``(k + lam) S_t + loss`` of ``g`` (for "max", lam = 0:
+            beta: float, ovr_weight: float = 0.0) -> Tensor:
+    """Per-sample terms ``(1 + lam) S_t + loss`` of ``g`` (for lam = 0:
     ``max(S_t, 1 + max_{c != t} S_c)``), [H, m]."""
-    losses, target_score = _losses(smooth_relu(pre_activations(X, U, v), beta), targets, groups, hinge,
-                                   ovr_weight)
-    return _h_weight(groups, hinge, ovr_weight) * target_score + losses
+    losses, target_score = _losses(smooth_relu(pre_activations(X, U, v), beta), targets, groups, ovr_weight)
+    return _h_weight(ovr_weight) * target_score + losses
 
 
 def regulariser(U: Tensor, v: Tensor, nu: float, mu: float = 0.0) -> Tensor:
@@ -172,34 +157,34 @@ def regulariser(U: Tensor, v: Tensor, nu: float, mu: float = 0.0) -> Tensor:
 
 
 def objective(X: Tensor, targets: Tensor, U: Tensor, v: Tensor, groups: Tensor,
-              beta: float, nu: float, mu: float = 0.0, hinge: str = "max", ovr_weight: float = 0.0) -> Tensor:
+              beta: float, nu: float, mu: float = 0.0, ovr_weight: float = 0.0) -> Tensor:
     """The objective of (P) for each head, [H]: hinge losses summed over samples + regulariser."""
-    return (hinge_losses(X, targets, U, v, groups, beta, hinge, ovr_weight).sum(dim=1)
+    return (hinge_losses(X, targets, U, v, groups, beta, ovr_weight).sum(dim=1)
             + regulariser(U, v, nu, mu))
 
 
 def g_value(X: Tensor, targets: Tensor, U: Tensor, v: Tensor, groups: Tensor,
-            beta: float, nu: float, mu: float = 0.0, hinge: str = "max", ovr_weight: float = 0.0) -> Tensor:
+            beta: float, nu: float, mu: float = 0.0, ovr_weight: float = 0.0) -> Tensor:
     """The convex part ``g`` for each head, [H]."""
-    return g_terms(X, targets, U, v, groups, beta, hinge, ovr_weight).sum(dim=1) + regulariser(U, v, nu, mu)
+    return g_terms(X, targets, U, v, groups, beta, ovr_weight).sum(dim=1) + regulariser(U, v, nu, mu)
 
 
 def h_value(X: Tensor, targets: Tensor, U: Tensor, v: Tensor, groups: Tensor, beta: float,
-            hinge: str = "max", ovr_weight: float = 0.0) -> Tensor:
+            ovr_weight: float = 0.0) -> Tensor:
     """The concave-part generator ``h`` for each head, [H]."""
     S = group_scores(X, U, v, groups, beta)
-    return _h_weight(groups, hinge, ovr_weight) * _target_scores(S, targets).sum(dim=1)
+    return _h_weight(ovr_weight) * _target_scores(S, targets).sum(dim=1)
 
 
 def h_gradient(X: Tensor, targets: Tensor, U: Tensor, v: Tensor, groups: Tensor,
-               beta: float, hinge: str = "max", ovr_weight: float = 0.0) -> tuple[Tensor, Tensor]:
+               beta: float, ovr_weight: float = 0.0) -> tuple[Tensor, Tensor]:
     """``(dh/dU, dh/dv)`` summed over the samples of ``X``: [H, n, N] and [H, N].
 
-    ``dh/dQ_ij`` is ``k + lam`` where atom j scores for sample i's target group, so the gradient is
+    ``dh/dQ_ij`` is ``1 + lam`` where atom j scores for sample i's target group, so the gradient is
     the sigmoid of the pre-activation masked to those atoms, pulled back through ``X U - v``.
     """
     R = _h_pre_activation_gradient(pre_activations(X, U, v), beta, groups, targets,
-                                   _h_weight(groups, hinge, ovr_weight))
+                                   _h_weight(ovr_weight))
     return pull_back(X, R), -R.sum(dim=1)
 
 
@@ -209,7 +194,7 @@ def _h_pre_activation_gradient(Z: Tensor, beta: float, groups: Tensor, targets: 
 
 
 def hinge_losses_and_h_gradient(X: Tensor, targets: Tensor, U: Tensor, v: Tensor, groups: Tensor,
-                                beta: float, hinge: str = "max", ovr_weight: float = 0.0
+                                beta: float, ovr_weight: float = 0.0
                                 ) -> tuple[Tensor, Tensor, Tensor]:
     """``hinge_losses`` and ``h_gradient`` from one pass: ``(losses [H, m], dh/dU, dh/dv)``.
 
@@ -217,13 +202,13 @@ def hinge_losses_and_h_gradient(X: Tensor, targets: Tensor, U: Tensor, v: Tensor
     sharing the matrix product ``X U - v`` saves a third of that pass.
     """
     Z = pre_activations(X, U, v)
-    losses = _losses(smooth_relu(Z, beta), targets, groups, hinge, ovr_weight)[0]
-    R = _h_pre_activation_gradient(Z, beta, groups, targets, _h_weight(groups, hinge, ovr_weight))
+    losses = _losses(smooth_relu(Z, beta), targets, groups, ovr_weight)[0]
+    R = _h_pre_activation_gradient(Z, beta, groups, targets, _h_weight(ovr_weight))
     return losses, pull_back(X, R), -R.sum(dim=1)
 
 
 def g_data_weights(X: Tensor, targets: Tensor, U: Tensor, v: Tensor, groups: Tensor,
-                   beta: float, hinge: str = "max", ovr_weight: float = 0.0) -> tuple[Tensor, Tensor]:
+                   beta: float, ovr_weight: float = 0.0) -> tuple[Tensor, Tensor]:
     """Per-sample terms of ``g`` (without the ``nu`` term) and ``R = d terms / d(X U - v)``.
 
     Returns ``(terms [H, m], R [H, m, N])``; the gradient of the terms' sum is ``(X^T R, -sum_i R)``.
@@ -234,8 +219,8 @@ def g_data_weights(X: Tensor, targets: Tensor, U: Tensor, v: Tensor, groups: Ten
     scores = smooth_relu(Z, beta) @ weights
     S = scores[..., :groups.shape[-1]]
     target_score = _target_scores(S, targets)
-    losses, A = _rival_terms(S, target_score, targets, hinge)
-    k = _h_weight(groups, hinge, ovr_weight)
+    losses, A = _rival_terms(S, target_score, targets)
+    k = _h_weight(ovr_weight)
     # d terms / dS: A on the rivals, k - (active rivals) on the target group.
     dS = A.scatter_add_(-1, targets[..., None], (k - A.sum(dim=-1))[..., None])
     terms = k * target_score + losses
@@ -259,17 +244,17 @@ def _add_ovr_hinges(terms: Tensor, dS: Tensor, scores: Tensor, targets: Tensor, 
 
 
 def tight_data_weights(X: Tensor, targets: Tensor, U: Tensor, v: Tensor, groups: Tensor, beta: float,
-                       U_k: Tensor, v_k: Tensor, hinge: str = "max", ovr_weight: float = 0.0,
+                       U_k: Tensor, v_k: Tensor, ovr_weight: float = 0.0,
                        one_group_per_atom: bool | None = None) -> tuple[Tensor, Tensor]:
     """Per-sample terms of the tight majoriser at ``(U_k, v_k)`` and ``R = d terms / d(X U - v)``.
 
     No loss term rises as the features of the target group's atoms grow (they vote for the
     sample's class, or against a rival), and each feature lies above its linearisation at the anchor
     (it is convex). So the loss with those features linearised (e.g.
-    ``max(0, 1 + max_{c != t} S_c - lin_k S_t)`` for "max") majorises it, equals it at the anchor
+    ``max(0, 1 + max_{c != t} S_c - lin_k S_t)``) majorises it, equals it at the anchor
     and is convex. It is never above the DC split's term ``g_i - lin_k h_i``, which also charges a
     correctly classified sample for every change of its target-group features (the Bregman gap
-    ``(k + lam) (S_t - lin_k S_t)``). An atom in the target group and in a rival's (one voting
+    ``(1 + lam) (S_t - lin_k S_t)``). An atom in the target group and in a rival's (one voting
     against a third class) cancels from their margin; it is linearised in both, so the majoriser
     charges no gap for it. Returns ``(terms [H, m], R [H, m, N])``.
 
@@ -289,7 +274,7 @@ def tight_data_weights(X: Tensor, targets: Tensor, U: Tensor, v: Tensor, groups:
     step = (Z - Z_k).mul_(slope_k)
     linearised_target = (Q_k * target_mask).sum(dim=-1) + step.sum(dim=-1)
     if one_group_per_atom and not ovr_weight:
-        terms, A = _rival_terms(smooth_relu(Z, beta) @ groups, linearised_target, targets, hinge)
+        terms, A = _rival_terms(smooth_relu(Z, beta) @ groups, linearised_target, targets)
         # d terms / dQ: A on the rivals' atoms; minus the active rivals on the (linearised) target's
         R = torch.sigmoid(beta * Z).mul_(A @ groups.transpose(1, 2))
         return terms, R.sub_(slope_k.mul_(A.sum(dim=-1, keepdim=True)))
@@ -298,7 +283,7 @@ def tight_data_weights(X: Tensor, targets: Tensor, U: Tensor, v: Tensor, groups:
     Q = smooth_relu(Z, beta).lerp_(Q_k.add_(step), target_mask)
     weights = _score_weights(groups, ovr_weight)
     scores = Q @ weights
-    terms, A = _rival_terms(scores[..., :groups.shape[-1]], linearised_target, targets, hinge)
+    terms, A = _rival_terms(scores[..., :groups.shape[-1]], linearised_target, targets)
     dS = A.scatter_add_(-1, targets[..., None], -A.sum(dim=-1, keepdim=True))
     if ovr_weight:
         terms, dS = _add_ovr_hinges(terms, dS, scores, targets, ovr_weight)

@@ -1,10 +1,17 @@
-"""Parameter checks the estimators share, run in ``fit`` (scikit-learn's contract).
+"""Parameter constraints: each estimator declares its parameters once, in a class-level table.
 
-Each raises a ``ValueError`` naming the parameter, what it must be and the value received.
+``_parameter_constraints`` maps every parameter to the kinds of value it takes (an
+:class:`Interval`, :class:`Options`, None or one of the kinds below), as scikit-learn's estimators
+declare theirs; :func:`check_params` checks the table at the start of ``fit``. A value that fits
+none of its parameter's kinds raises a ``ValueError`` naming the parameter, what it must be and the
+value received.
 """
 
 from __future__ import annotations
 
+import difflib
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from numbers import Integral, Real
 from typing import Any
 
@@ -22,74 +29,155 @@ def python_scalar(value: Any) -> Any:
     return value.item() if isinstance(value, np.generic) else value
 
 
-def check_number(estimator: Any, name: str, *, integer: bool = False, low: float | None = None,
-                 high: float | None = None, open_low: bool = False, open_high: bool = False,
-                 also: tuple[str | None, ...] = ()) -> None:
-    """Parameter ``name`` must be a finite real (an integer where ``integer``; never a bool) within
-    ``[low, high]`` (ends excluded where ``open_low`` / ``open_high``), or one of the values ``also``
-    (e.g. None, "full")."""
-    value = getattr(estimator, name)
-    if isinstance(value, (str, type(None))) and value in also:
+def _is_bool(value: Any) -> bool:
+    return isinstance(value, (bool, np.bool_))
+
+
+@dataclass(frozen=True)
+class Interval:
+    """A finite real (an integer where ``integer``; never a bool) in ``[low, high]``, ends
+    excluded where ``open_low`` / ``open_high``; None leaves that side unbounded."""
+
+    low: float | None = None
+    high: float | None = None
+    integer: bool = False
+    open_low: bool = False
+    open_high: bool = False
+
+    def accepts(self, value: Any) -> bool:
+        if not isinstance(value, Integral if self.integer else Real) or _is_bool(value):
+            return False
+        if not (isinstance(value, Integral) or np.isfinite(value)):
+            return False
+        above = self.low is None or (value > self.low if self.open_low else value >= self.low)
+        below = self.high is None or (value < self.high if self.open_high else value <= self.high)
+        return bool(above and below)
+
+    def __str__(self) -> str:
+        """E.g. "an integer >= 1", "a finite number > 0", "a finite number in (0, 1]"."""
+        noun = "an integer" if self.integer else "a finite number"
+        if self.low is not None and self.high is not None:
+            return (f"{noun} in {'(' if self.open_low else '['}{self.low:g}, "
+                    f"{self.high:g}{')' if self.open_high else ']'}")
+        if self.low is not None:
+            return f"{noun} {'>' if self.open_low else '>='} {self.low:g}"
+        return noun
+
+
+def integers(low: int) -> Interval:
+    """The integers from ``low`` on."""
+    return Interval(low, integer=True)
+
+
+@dataclass(frozen=True)
+class Options:
+    """One of a few names."""
+
+    values: tuple[str, ...]
+
+    def accepts(self, value: Any) -> bool:
+        return isinstance(value, str) and value in self.values
+
+    def __str__(self) -> str:
+        return repr(self.values[0]) if len(self.values) == 1 else f"one of {self.values}"
+
+
+class _Boolean:
+    def accepts(self, value: Any) -> bool:
+        return _is_bool(value)
+
+    def __str__(self) -> str:
+        return "a bool"
+
+
+class _StepSizes:
+    """A non-empty sequence of steps > 0 that float32 can hold: a step <= 0 never moves, so a fit
+    would keep its start point and "converge" untrained."""
+
+    def accepts(self, value: Any) -> bool:
+        if isinstance(value, (str, bytes)) or not isinstance(value, Sequence | np.ndarray):
+            return False
+        step = Interval(0, FLOAT32_MAX, open_low=True)
+        return len(value) > 0 and all(step.accepts(python_scalar(s)) for s in value)
+
+    def __str__(self) -> str:
+        return f"a non-empty sequence of numbers in (0, {FLOAT32_MAX:.3g}] (float32, in which training runs)"
+
+
+class _Threads:
+    """Threads counted as scikit-learn counts ``n_jobs`` (-1: all cores, -2: all but one, ...), and
+    not absurdly many: torch's OpenMP pool allocates per thread up front (10**9 aborts the process)."""
+
+    def accepts(self, value: Any) -> bool:
+        return Interval(-max_threads(), max_threads(), integer=True).accepts(value) and value != 0
+
+    def __str__(self) -> str:
+        return f"a non-zero integer (-1: all cores) of at most {max_threads()} threads (64 per core, at least 256)"
+
+
+class _RandomState:
+    def accepts(self, value: Any) -> bool:
+        return Interval(0, 2**32 - 1, integer=True).accepts(value) or isinstance(value, np.random.RandomState)
+
+    def __str__(self) -> str:
+        return f"an integer in [0, {2**32 - 1}], a numpy RandomState"
+
+
+class _ImageShape:
+    """(H, W) or (H, W, 3) (channels last); ``fit`` checks that it holds the rows' features."""
+
+    def accepts(self, value: Any) -> bool:
+        if not isinstance(value, Sequence | np.ndarray) or isinstance(value, str) or len(value) not in (2, 3):
+            return False
+        sizes = [python_scalar(n) for n in value]
+        return all(integers(1).accepts(n) for n in sizes) and (len(sizes) == 2 or sizes[2] == 3)
+
+    def __str__(self) -> str:
+        return "(H, W) or (H, W, 3) of integers >= 1"
+
+
+class _Device:
+    """A torch device's name or object; ``fit`` then checks that this machine can train on it."""
+
+    def accepts(self, value: Any) -> bool:
+        import torch
+
+        return isinstance(value, (str, torch.device))
+
+    def __str__(self) -> str:
+        return "a device name such as 'cpu', 'cuda' or 'auto'"
+
+
+BOOLEAN, STEP_SIZES, THREADS = _Boolean(), _StepSizes(), _Threads()
+RANDOM_STATE, IMAGE_SHAPE, DEVICE = _RandomState(), _ImageShape(), _Device()
+# torch takes these as float32 numbers: beyond, it overflows
+POSITIVE_FLOAT32 = Interval(0, FLOAT32_MAX, open_low=True)
+# The parameters every estimator of lastedge.train takes.
+COMMON_CONSTRAINTS: dict[str, list] = {
+    "n_atoms": [integers(1)],
+    "preprocess": [Options(KINDS)],
+    "random_state": [RANDOM_STATE, None],
+}
+
+
+def check_params(estimator: Any) -> None:
+    """Check every parameter of ``estimator`` against its class's ``_parameter_constraints``."""
+    table: Mapping[str, list] = type(estimator)._parameter_constraints
+    for name, value in estimator.get_params(deep=False).items():
+        check_value(name, value, table[name])
+
+
+def check_value(name: str, value: Any, constraints: list) -> None:
+    """A ValueError unless ``value`` fits one of ``constraints`` (None stands for the value None)."""
+    if any(value is None if c is None else c.accepts(value) for c in constraints):
         return
-    if not _is_number_in(value, integer, low, high, open_low, open_high):
-        wanted = [_describe(integer, low, high, open_low, open_high), *map(repr, also)]
-        listed = wanted[0] if len(wanted) == 1 else f"{', '.join(wanted[:-1])} or {wanted[-1]}"
-        raise ValueError(f"{name} must be {listed}, got {value!r}")
+    wanted = ["None" if c is None else str(c) for c in constraints]
+    listed = wanted[0] if len(wanted) == 1 else f"{', '.join(wanted[:-1])} or {wanted[-1]}"
+    raise ValueError(f"{name} must be {listed}, got {value!r}{_did_you_mean(value, constraints)}")
 
 
-def _is_number_in(value: Any, integer: bool, low: float | None, high: float | None,
-                  open_low: bool, open_high: bool) -> bool:
-    if not isinstance(value, Integral if integer else Real) or isinstance(value, (bool, np.bool_)):
-        return False
-    if not (isinstance(value, Integral) or np.isfinite(value)):
-        return False
-    above = low is None or (value > low if open_low else value >= low)
-    below = high is None or (value < high if open_high else value <= high)
-    return bool(above and below)
-
-
-def _describe(integer: bool, low: float | None, high: float | None, open_low: bool,
-              open_high: bool) -> str:
-    """E.g. "an integer >= 1", "a finite number > 0", "a finite number in (0, 1]"."""
-    noun = "an integer" if integer else "a finite number"
-    if low is not None and high is not None:
-        return f"{noun} in {'(' if open_low else '['}{low:g}, {high:g}{')' if open_high else ']'}"
-    if low is not None:
-        return f"{noun} {'>' if open_low else '>='} {low:g}"
-    return noun
-
-
-def check_n_atoms_and_preprocess(estimator: Any) -> None:
-    """The checks every estimator shares: ``n_atoms`` an integer >= 1 and a known ``preprocess``."""
-    check_number(estimator, "n_atoms", integer=True, low=1)
-    if estimator.preprocess not in KINDS:
-        raise ValueError(f"preprocess must be one of {KINDS}, got {estimator.preprocess!r}")
-
-
-def check_step_sizes(estimator: Any) -> None:
-    """``step_sizes`` must be None or a non-empty sequence of numbers > 0 that float32 can hold.
-
-    A step <= 0 never moves, so every solve keeps its warm start and the fit "converges" untrained.
-    """
-    steps = estimator.step_sizes
-    if steps is None:
-        return
-    try:
-        values = tuple(steps)
-    except TypeError:  # a bare number
-        values = ()
-    if not values or not all(_is_number_in(step, False, 0, FLOAT32_MAX, True, False) for step in values):
-        raise ValueError(f"step_sizes must be None or a non-empty sequence of numbers in "
-                         f"(0, {FLOAT32_MAX:.3g}] (float32, in which training runs), got {steps!r}")
-
-
-def check_n_jobs(estimator: Any) -> None:
-    """``n_jobs`` must be None or a non-zero integer, counted as scikit-learn does (-1: all cores),
-    and not absurdly many threads: torch's OpenMP pool allocates per thread up front, so 10**9
-    aborts the process ("Out of memory allocating 216 GB")."""
-    n_jobs = estimator.n_jobs
-    if n_jobs is not None and (not _is_number_in(n_jobs, True, None, None, False, False) or n_jobs == 0):
-        raise ValueError(f"n_jobs must be a non-zero integer (-1: all cores) or None, got {n_jobs!r}")
-    if n_jobs is not None and n_jobs > max_threads():
-        raise ValueError(f"n_jobs must be at most {max_threads()} threads (64 per core, at least 256), "
-                         f"got {n_jobs!r}")
+def _did_you_mean(value: Any, constraints: list) -> str:
+    """" (did you mean 'shared'?)" for a misspelt option."""
+    names = [option for c in constraints if isinstance(c, Options) for option in c.values]
+    close = difflib.get_close_matches(value, names, n=1) if isinstance(value, str) else []
+    return f" (did you mean {close[0]!r}?)" if close else ""

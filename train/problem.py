@@ -13,7 +13,8 @@ import torch
 from .objective import atom_votes
 
 Tensor = torch.Tensor
-ATOMS_PER_CLASS = ("proportional", "equal")  # how a shared dictionary divides its atoms
+# Each start atom is scaled to exceed the threshold on this share of the training rows.
+INIT_ACTIVE_FRACTION = 0.05
 
 
 def atom_signs(n_atoms: int, positive_fraction: float) -> np.ndarray:
@@ -38,24 +39,19 @@ def binary_heads(y_index: np.ndarray, n_classes: int) -> np.ndarray:
     return (y_index[None, :] == np.arange(n_classes)[:, None]).astype(np.int64)
 
 
-def shared_layout(y_index: np.ndarray, n_classes: int, n_atoms: int, atoms_per_class: str,
+def shared_layout(y_index: np.ndarray, n_classes: int, n_atoms: int,
                   atoms_against: float = 0.0) -> tuple[np.ndarray, np.ndarray]:
     """One head, one group per class: ``targets`` [1, m] (the class), ``groups`` [1, N, C].
 
-    Atoms go to classes in proportion to class frequency ("proportional", largest remainders) or
-    equally ("equal"); every class gets at least one. Of class c's ``n_c`` atoms,
+    Atoms go to classes in proportion to class frequency (largest remainders); every class gets at
+    least one. Of class c's ``n_c`` atoms,
     ``round(atoms_against * n_c)`` (at most ``n_c - 1``) vote against c instead of for it: their
     group row is ``1 - e_c`` (see :func:`objective.atom_votes`).
     """
     if n_atoms < n_classes:
         raise ValueError(f"multiclass='shared' needs n_atoms >= the number of classes ({n_classes}), "
                          f"got {n_atoms}")
-    if atoms_per_class == "equal":
-        share = np.full(n_classes, n_atoms / n_classes)
-    elif atoms_per_class == "proportional":
-        share = np.bincount(y_index, minlength=n_classes) / len(y_index) * n_atoms
-    else:
-        raise ValueError(f"atoms_per_class must be one of {ATOMS_PER_CLASS}, got {atoms_per_class!r}")
+    share = np.bincount(y_index, minlength=n_classes) / len(y_index) * n_atoms
     counts = np.maximum(1, np.floor(share).astype(int))
     while counts.sum() < n_atoms:
         counts[np.argmax(share - counts)] += 1
@@ -74,16 +70,16 @@ def sign_groups(signs: np.ndarray) -> np.ndarray:
     return np.stack([signs < 0, signs > 0], axis=-1).astype(np.float32)
 
 
-def initial_atoms(Z: np.ndarray, targets: np.ndarray, groups: np.ndarray, rng: np.random.RandomState,
-                  active_fraction: float | None) -> tuple[np.ndarray, np.ndarray]:
+def initial_atoms(Z: np.ndarray, targets: np.ndarray, groups: np.ndarray, rng: np.random.RandomState
+                  ) -> tuple[np.ndarray, np.ndarray]:
     """Start point ``(U0 [H, n, N], v0 [H, N])``: atoms are training samples, thresholds 1.
 
     As in the paper, each atom is a random training sample; it is drawn from the samples whose
     target is the atom's group, so positive atoms start on positive samples (an atom voting against
     class c: on a sample of another class). ``v0 = 1``.
 
-    With ``active_fraction`` set, each atom is scaled so that it starts above the threshold on that
-    fraction of the training samples. Without it, unit-norm data give ``u^T x <= ||u|| ||x|| = 1``:
+    Each atom is then scaled so that it starts above the threshold on ``INIT_ACTIVE_FRACTION`` of
+    the training samples. Unscaled (the paper's), unit-norm data give ``u^T x <= ||u|| ||x|| = 1``:
     every feature starts at or below the threshold, the smoothed gradients are ~exp(-beta * gap),
     and the first DCA iterations barely move.
     """
@@ -97,8 +93,7 @@ def initial_atoms(Z: np.ndarray, targets: np.ndarray, groups: np.ndarray, rng: n
             pool = np.flatnonzero(groups[h][atoms[0]][targets[h]] > 0)
             pool = pool if len(pool) else np.arange(len(Z))
             U0[h][:, atoms] = Z[rng.choice(pool, size=len(atoms), replace=len(pool) < len(atoms))].T
-        if active_fraction is not None:
-            U0[h] *= _activation_scale(probe @ U0[h], active_fraction)
+        U0[h] *= _activation_scale(probe @ U0[h], INIT_ACTIVE_FRACTION)
     return U0, np.ones((n_heads, n_atoms), dtype=np.float32)
 
 

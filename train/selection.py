@@ -1,9 +1,8 @@
 """Choosing LAST's hyper-parameters on held-out training rows (never on the test set).
 
 Weight decay ``mu`` chosen this way was the one change from the paper's objective that helped on
-every data set measured (docs/results.md); the shared model's ``atoms_against`` and
-``ovr_hinge_weight`` help on MNIST and USPS but not on small data, so they are chosen the same way.
-Used by ``lastedge train --mu A,B,...`` (and its other grids) and the benchmarks.
+every data set measured (see the benchmarks page). Used by ``lastedge train --mu A,B,...`` and
+the benchmarks.
 """
 
 from __future__ import annotations

@@ -19,7 +19,7 @@ from sklearn.utils.validation import check_random_state
 
 from . import objective
 from .base import SoftThresholdBase, rescaled_mu, root_mean_square_norm
-from .params import check_number
+from .params import Options, integers
 from .progress import progress_bar
 from .solvers import minibatch_indices
 from .subproblem import Data, full_objective
@@ -34,39 +34,56 @@ class SGDSoftThresholdClassifier(SoftThresholdBase):
 
     Parameters
     ----------
-    n_atoms, preprocess, nu, mu, beta, eps, sign_ratio, init_active_fraction, device, n_jobs,
-    random_state, verbose :
-        As in :class:`LASTClassifier`.
+    n_atoms, preprocess, nu, mu, beta, eps, device, n_jobs, random_state, verbose :
+        As in :class:`LASTClassifier` (one-vs-all heads with more than two classes).
     optimizer : {"sgd", "adam"}, default="sgd"
+        Plain SGD (the paper's baseline) or Adam (the modern reference).
     batch_size : int, default=10
         Minibatch size (the paper's 10).
     max_iter : int, default=250000
         Iterations of the final run (the paper's budget).
-    step_sizes : tuple of float or None
-        Constant steps to choose from; None: (0.1, 0.01, 0.001, 0.0001) for SGD, (0.01, 0.001,
-        0.0001) for Adam. They are the steps for unit-norm rows: on rows of mean squared l2 norm
-        ``r**2`` (``preprocess="none"`` on raw pixels) the step on ``U`` is multiplied by ``1 / r**2``
-        (SGD) or ``1 / r`` (Adam, whose ``eps`` on ``U`` is multiplied by ``r``), the step on ``v``
-        is not. The start atoms scale like ``1 / r`` and the gradient in ``U`` like ``r``, so
-        training on ``c * X`` gives the same classifier as on ``X``: one grid fits any data scale.
-        Rows of a scale float32 cannot follow so (near 1e38 or 1e-38) are trained on divided by
-        ``r``, the same descent (see :func:`~lastedge.train.base.training_scale`).
+    step_sizes : tuple of float or None, default=None
+        Constant steps to choose from, for unit-norm rows (the step on ``U`` follows the rows'
+        scale, so one grid fits any data). None: (0.1, 0.01, 0.001, 0.0001) for SGD, (0.01,
+        0.001, 0.0001) for Adam.
     validation_fraction : float, default=0.1
         Held-out share used to choose the step; each candidate runs ``max_iter // 5`` iterations.
 
     Attributes
     ----------
-    step_ : the chosen step; step_trials_ : one {"step", "iterations", "validation_error"} record per
-    trial run made; history_ : list of {"objective", "iteration", "time"} records (objective of (P)
-    on all training rows, summed over heads); n_iter_ : steps of the run kept (``max_iter`` unless
-    a monitor stopped it); plus those of LASTClassifier.
+    step_ : float
+        The chosen step.
+    step_trials_ : list of dict
+        One {"step", "iterations", "validation_error"} record per trial run made.
+    history_ : list of dict
+        {"objective", "iteration", "time"} records of the final run (objective of (P) on all
+        training rows, summed over heads).
+    n_iter_ : int
+        Steps of the run kept (``max_iter`` unless a monitor stopped it).
+    classes_, n_features_in_, dictionary_, coef_, fit_time_, model_ :
+        As in :class:`LASTClassifier`.
+
+    Notes
+    -----
+    On rows of mean squared l2 norm ``r**2`` the step on ``U`` is multiplied by ``1 / r**2`` (SGD)
+    or ``1 / r`` (Adam, whose ``eps`` on ``U`` is multiplied by ``r``), the step on ``v`` is not:
+    the start atoms scale like ``1 / r`` and the gradient in ``U`` like ``r``, so training on
+    ``c * X`` gives the same classifier as on ``X``. Rows of a scale float32 cannot follow so (near
+    1e38 or 1e-38) are trained on divided by ``r``, the same descent
+    (:func:`~lastedge.train.base.training_scale`).
     """
+
+    _parameter_constraints: dict[str, list] = {
+        **SoftThresholdBase._parameter_constraints,
+        "optimizer": [Options(tuple(DEFAULT_STEPS))],
+        "batch_size": [integers(1)],
+        "max_iter": [integers(1)],
+    }
 
     def __init__(self, n_atoms: int = 100, *, preprocess: str = "l2", optimizer: str = "sgd",
                  nu: float = 1.0, mu: float = 0.0, beta: float = 100.0, eps: float = 1e-4, batch_size: int = 10,
                  max_iter: int = 250_000, step_sizes: tuple[float, ...] | None = None,
-                 validation_fraction: float = 0.1, sign_ratio: str | float = "auto",
-                 init_active_fraction: float | None = 0.05, device: str = "cpu",
+                 validation_fraction: float = 0.1, device: str = "cpu",
                  n_jobs: int | None = 1, random_state=None, verbose: int = 1):
         self.n_atoms = n_atoms
         self.preprocess = preprocess
@@ -79,20 +96,10 @@ class SGDSoftThresholdClassifier(SoftThresholdBase):
         self.max_iter = max_iter
         self.step_sizes = step_sizes
         self.validation_fraction = validation_fraction
-        self.sign_ratio = sign_ratio
-        self.init_active_fraction = init_active_fraction
         self.device = device
         self.n_jobs = n_jobs
         self.random_state = random_state
         self.verbose = verbose
-
-    def _check_params(self) -> None:
-        super()._check_params()
-        if self.optimizer not in DEFAULT_STEPS:
-            raise ValueError(f"optimizer must be one of {tuple(DEFAULT_STEPS)}, got {self.optimizer!r}")
-        for name in ("max_iter", "batch_size"):
-            check_number(self, name, integer=True, low=1)
-        check_number(self, "validation_fraction", low=0, high=1, open_low=True, open_high=True)
 
     def fit(self, X, y, monitor: Monitor | None = None) -> "SGDSoftThresholdClassifier":
         """Choose the step on a held-out split, then train on all rows with it.

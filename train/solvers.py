@@ -39,20 +39,18 @@ from dataclasses import dataclass, field
 
 import torch
 
+from .lbfgs import LBFGSSolver
 from .subproblem import SubProblem
 
 Tensor = torch.Tensor
 
 DEFAULT_STEPS = {"subgradient": (0.1, 0.01, 0.001), "adam": (0.03, 0.01, 0.003)}
-SOLVERS = ("auto", "lbfgs", *DEFAULT_STEPS)
 _EVAL_ROWS = 4096  # rows of the fixed evaluation sample in minibatch mode
 _INDEX_BLOCK = 2**20  # minibatch row indices drawn and copied to the device at once (8 MiB)
 _ADAM_BETAS = (0.9, 0.999)
 # Shortest step trial of minibatch Adam, five times its momentum horizon 1 / (1 - beta1). Shorter
 # trials judge Adam's start-up (its first steps move every coordinate by the full step), which
-# favours small steps: CIFAR-10 deer vs horse with T = 300 (trials of T / 20 = 15 steps) chose
-# 3e-4 and reached 25.8 % test error in 50 DCA iterations; 50-step trials chose 0.03 and 17.1 %
-# (docs/results.md). Minibatch Adam runs its trials once, so longer ones cost little.
+# favours too small steps. Minibatch Adam runs its trials once, so longer ones cost little.
 _ADAM_MINIBATCH_TRIAL = 50
 
 
@@ -99,9 +97,8 @@ class _AdamMemory:
     Restarting them costs more than it seems: fresh Adam's first steps move every coordinate by the
     full step, so the short step trials of a later DCA iteration (T / 20 noisy steps from a point
     that is already nearly optimal) all look worse than the warm start, the bracketing rule then
-    shrinks the step 10x per iteration, and DCA stalls (measured on MNIST: steps 3e-3, 3e-4, 3e-5
-    in three iterations, test error 11.5 % -> 9.7 % on 10000 rows). The first solve chooses the step
-    by trials; later ones reuse it.
+    shrinks the step 10x per iteration, and DCA stalls. The first solve chooses the step by trials;
+    later ones reuse it.
     """
 
     moments: list[Tensor]
@@ -161,10 +158,8 @@ class InnerSolver:
 
         Not for minibatch Adam, which runs its trials once, from the start point, and then carries
         the winner (a carried step only shrinks). There a step above the grid wins the trial but is
-        too large for the later, nearly optimal solves: on MNIST with shifted copies, one-vs-all
-        heads that won with 0.3 instead of the grid's 0.03 scored worse (400 atoms, seed 0: 1.38
-        against 1.21 % test error; 4000 atoms, 29 GPU seeds: a fit's error rose with the number of
-        its heads that started at 0.3, correlation 0.67; docs/results.md).
+        too large for the later, nearly optimal solves (heads that started above the grid scored
+        worse; see the benchmarks page).
         """
         return not self._carries_step
 
@@ -354,73 +349,13 @@ def minibatch_indices(m: int, batch_size: int, count: int, generator: torch.Gene
         yield from torch.randint(m, shape, generator=generator).to(device)
 
 
-class LBFGSSolver:
-    """L-BFGS-B (scipy) on the full-batch sub-problem, in float64, with the bound ``v >= eps``.
-
-    The sub-problem is smooth except where a sample's two group scores tie, so a quasi-Newton
-    method copes with its curvature (softplus with beta = 100 is very sharp) far better than
-    fixed-step first-order methods. Its line search only accepts decreasing points, so the result is
-    never worse than the warm start. Full batch only.
-    """
-
-    method = "lbfgs"
-    # BLAS threads while L-BFGS-B runs (None: the BLAS's own setting). Its updates are vector
-    # operations of a few ten thousand entries, too small to share out; OpenBLAS's threads (scipy's
-    # own copy) fought torch's for the cores and made n_jobs=2 fits ~3x slower than with one BLAS
-    # thread (benchmarks/lbfgs_blas_threads.py). One thread also makes a fit independent of the
-    # machine's core count (the summation order of L-BFGS-B's dot products follows the threads).
-    blas_threads: int | None = 1
-
-    def __init__(self, n_iter: int, eps: float):
-        self.n_iter, self.eps = n_iter, eps
-        self.batch_size = None
-
-    def to(self, device: torch.device | str) -> LBFGSSolver:
-        """This solver (it carries nothing between DCA iterations)."""
-        return self
-
-    def solve(self, problem: SubProblem, U0: Tensor, v0: Tensor, seed: int,
-              heads: Tensor | None = None) -> tuple[Tensor, Tensor, Tensor]:
-        """Return ``(U, v, iterations)`` (per head, the iterations run; heads are solved jointly)."""
-        import numpy as np
-        from scipy.optimize import Bounds, minimize
-        from threadpoolctl import threadpool_limits
-
-        shape_U, n_U = U0.shape, U0.numel()
-        dtype, device = U0.dtype, U0.device
-
-        def unpack(x: np.ndarray) -> tuple[Tensor, Tensor]:
-            flat = torch.from_numpy(x).to(device)
-            return flat[:n_U].view(shape_U), flat[n_U:].view(v0.shape)
-
-        def value_and_grad(x: np.ndarray) -> tuple[float, np.ndarray]:
-            U, v = unpack(x)
-            value, dU, dv = problem.value_and_grad(U.to(dtype), v.to(dtype))
-            grad = torch.cat([dU.reshape(-1), dv.reshape(-1)]).double().cpu().numpy()
-            return float(value.sum()), grad
-
-        x0 = torch.cat([U0.reshape(-1), v0.reshape(-1)]).double().cpu().numpy()
-        # arrays, not a list of pairs: converting 58000 pairs cost ~0.2 s a call at N = 400
-        bounds = Bounds(np.concatenate([np.full(n_U, -np.inf), np.full(v0.numel(), self.eps)]), np.inf)
-        with threadpool_limits(limits=self.blas_threads, user_api="blas"):
-            result = minimize(value_and_grad, x0, jac=True, method="L-BFGS-B", bounds=bounds,
-                              options={"maxiter": self.n_iter, "maxcor": 10})
-            start_is_better = result.fun > value_and_grad(x0)[0]
-        U, v = unpack(x0 if start_is_better else result.x)
-        iterations = torch.full((U0.shape[0],), float(result.nit), dtype=dtype, device=device)
-        return U.to(dtype), v.to(dtype), iterations
+Solver = InnerSolver | LBFGSSolver
 
 
 def make_inner_solver(method: str, n_iter: int, batch_size: int | None, eps: float,
-                      step_sizes: tuple[float, ...] | None = None,
-                      atom_scale: float = 1.0) -> InnerSolver | LBFGSSolver:
-    """The solver named by ``method``; "auto" is L-BFGS in full batch and Adam on minibatches
-    (``LASTClassifier`` resolves its own "auto" before calling this)."""
-    if method == "auto":
-        method = "lbfgs" if batch_size is None else "adam"
+                      step_sizes: tuple[float, ...] | None = None, atom_scale: float = 1.0) -> Solver:
+    """The solver named by ``method`` ("adam", "subgradient" or "lbfgs", full batch only: see
+    ``settings.resolve``), running ``n_iter`` iterations per solve."""
     if method == "lbfgs":
-        if batch_size is not None:
-            raise ValueError("inner_solver='lbfgs' needs full-batch solves: give batch_size='full' "
-                             "(lastedge train: --batch-size full) or use inner_solver='adam'")
         return LBFGSSolver(n_iter, eps)
     return InnerSolver(method, n_iter, batch_size, eps, step_sizes, atom_scale=atom_scale)

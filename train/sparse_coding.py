@@ -22,7 +22,7 @@ from lastedge.runtime import Preprocess
 
 from .base import validate_fit_data, validate_predict_data
 from .baselines import C_GRID, best_cross_validated, l1_dictionary, linear_svm, unit_norm
-from .params import check_n_atoms_and_preprocess, check_number
+from .params import COMMON_CONSTRAINTS, Interval, check_params
 
 _C_FOLDS = 3  # cross-validation folds that choose C when it is None
 
@@ -56,6 +56,12 @@ class SparseCodingSVM(ClassifierMixin, ClassNamePrefixFeaturesOutMixin, Transfor
     C_ : the C used.
     """
 
+    _parameter_constraints: dict[str, list] = {
+        **COMMON_CONSTRAINTS,
+        "l1_penalty": [Interval(0, open_low=True)],
+        "C": [Interval(0, open_low=True), None],
+    }
+
     def __init__(self, n_atoms: int = 100, *, l1_penalty: float = 0.1, C: float | None = 1.0,
                  preprocess: str = "l2", random_state=None):
         self.n_atoms = n_atoms
@@ -66,9 +72,7 @@ class SparseCodingSVM(ClassifierMixin, ClassNamePrefixFeaturesOutMixin, Transfor
 
     def fit(self, X, y) -> SparseCodingSVM:
         """Learn the dictionary on the preprocessed rows, encode them, and train the SVM."""
-        check_n_atoms_and_preprocess(self)
-        check_number(self, "l1_penalty", low=0, open_low=True)
-        check_number(self, "C", low=0, open_low=True, also=(None,))
+        check_params(self)
         X, y_index = validate_fit_data(self, X, y)
         rng = check_random_state(self.random_state)
         self.preprocess_ = Preprocess.fit(self.preprocess, X)

@@ -26,24 +26,18 @@ _CHUNK_ELEMENTS = 2**25
 
 @dataclass
 class Data:
-    """Training rows on the solver's device: inputs [m, n], target groups [H, m], atom groups, the
-    multi-class hinge (:data:`objective.HINGES`; both are the paper's with two groups) and the
-    weight of one-vs-all's binary hinges added to it (a shared dictionary's option, 0 = none)."""
+    """Training rows on the solver's device: inputs [m, n], target groups [H, m], atom groups and
+    the weight of one-vs-all's binary hinges added to the multi-class hinge (a shared
+    dictionary's, 0 = none)."""
 
     X: Tensor
     targets: Tensor
     groups: Tensor
-    hinge: str = "max"
     ovr_weight: float = 0.0
 
     def heads(self, index: Tensor) -> Data:
         """The same rows for the heads ``index`` only."""
-        return Data(self.X, self.targets[index], self.groups[index], self.hinge, self.ovr_weight)
-
-    @property
-    def loss(self) -> tuple[str, float]:
-        """The loss arguments of the :mod:`objective` functions: ``(hinge, ovr_weight)``."""
-        return self.hinge, self.ovr_weight
+        return Data(self.X, self.targets[index], self.groups[index], self.ovr_weight)
 
     @property
     def n_samples(self) -> int:
@@ -66,7 +60,7 @@ def full_objective(data: Data, U: Tensor, v: Tensor, beta: float, nu: float, mu:
     """The objective of (P) per head on all rows, accumulated in float64, [H]."""
     total = objective.regulariser(U.double(), v.double(), nu, mu)
     for X, targets in data.chunks(U.shape[0], U.shape[2]):
-        hinge = objective.hinge_losses(X, targets, U, v, data.groups, beta, *data.loss)
+        hinge = objective.hinge_losses(X, targets, U, v, data.groups, beta, data.ovr_weight)
         total = total + hinge.double().sum(dim=1)
     return total
 
@@ -76,7 +70,7 @@ def h_gradient(data: Data, U: Tensor, v: Tensor, beta: float) -> tuple[Tensor, T
     A = torch.zeros_like(U)
     b = torch.zeros_like(v)
     for X, targets in data.chunks(U.shape[0], U.shape[2]):
-        dA, db = objective.h_gradient(X, targets, U, v, data.groups, beta, *data.loss)
+        dA, db = objective.h_gradient(X, targets, U, v, data.groups, beta, data.ovr_weight)
         A += dA
         b += db
     return A, b
@@ -89,7 +83,7 @@ def objective_and_h_gradient(data: Data, U: Tensor, v: Tensor, beta: float, nu: 
     A, b = torch.zeros_like(U), torch.zeros_like(v)
     for X, targets in data.chunks(U.shape[0], U.shape[2]):
         hinge, dA, db = objective.hinge_losses_and_h_gradient(X, targets, U, v, data.groups, beta,
-                                                                  *data.loss)
+                                                                  data.ovr_weight)
         total = total + hinge.double().sum(dim=1)
         A += dA
         b += db
@@ -104,7 +98,7 @@ class SubProblem:
 
     ``surrogate`` picks the convex majoriser of (P) at ``(U_k, v_k)``: "dc" is the paper's
     ``g - <grad h(U_k, v_k), .>``; "tight" is ``(nu/2)||v||^2 + sum_i max(0, 1 + rival_i - lin_k S_t)``
-    (:func:`objective.tight_data_weights`; "max" hinge shown), which needs no ``grad h`` over all rows.
+    (:func:`objective.tight_data_weights`), which needs no ``grad h`` over all rows.
     """
 
     def __init__(self, data: Data, U_k: Tensor, v_k: Tensor, beta: float, nu: float, eps: float,
@@ -127,13 +121,13 @@ class SubProblem:
     def _data_weights(self, X: Tensor, targets: Tensor, U: Tensor, v: Tensor) -> tuple[Tensor, Tensor]:
         """Per-sample data terms [H, rows] and their derivative ``R`` by ``X U - v``."""
         if self.surrogate == "dc":
-            return objective.g_data_weights(X, targets, U, v, self.data.groups, self.beta, *self.data.loss)
+            return objective.g_data_weights(X, targets, U, v, self.data.groups, self.beta, self.data.ovr_weight)
         return objective.tight_data_weights(X, targets, U, v, self.data.groups, self.beta,
-                                            self.U_k, self.v_k, *self.data.loss, self._one_group_per_atom)
+                                            self.U_k, self.v_k, self.data.ovr_weight, self._one_group_per_atom)
 
     def _data_terms(self, X: Tensor, targets: Tensor, U: Tensor, v: Tensor) -> Tensor:
         if self.surrogate == "dc":
-            return objective.g_terms(X, targets, U, v, self.data.groups, self.beta, *self.data.loss)
+            return objective.g_terms(X, targets, U, v, self.data.groups, self.beta, self.data.ovr_weight)
         return self._data_weights(X, targets, U, v)[0]
 
     def _linear_part(self, U: Tensor, v: Tensor) -> tuple[Tensor, Tensor, Tensor]:

@@ -43,13 +43,11 @@ def test_quick_runs_merge_into_one_table_and_plot(shared_vs_ovr, tmp_path, capsy
     _write_usps_like(tmp_path)
     common = ["--quick", "--datasets", "usps", "--data", str(tmp_path), "--total-atoms", "100"]
     assert shared_vs_ovr.main([*common, "--json", str(tmp_path / "both.json")]) == 0
-    assert shared_vs_ovr.main([*common, "--methods", "shared", "--hinge", "sum", "--shift-augment", "1",
-                               "--atoms-against", "0.5", "--ovr-hinge-weight", "1", "--atoms-per-class", "equal",
-                               "--json", str(tmp_path / "sum.json")]) == 0
-    rows = json.loads((tmp_path / "sum.json").read_text())["results"]
-    label = "shared dictionary (sum hinge, 0.5 against, ovr hinges x1, equal atoms per class), shifts <= 1 px"
-    assert [(r["method"], r["hinge"], r["atoms_against"], r["atoms_per_class"], r["shift_augment"], r["label"])
-            for r in rows] == [("shared", "sum", 0.5, "equal", 1, label)]
+    assert shared_vs_ovr.main([*common, "--methods", "shared", "--shift-augment", "1",
+                               "--json", str(tmp_path / "shifted.json")]) == 0
+    rows = json.loads((tmp_path / "shifted.json").read_text())["results"]
+    label = "shared dictionary, shifts <= 1 px"
+    assert [(r["method"], r["shift_augment"], r["label"]) for r in rows] == [("shared", 1, label)]
     # the base step of every DCA iteration, one list per head: one head here, ten for one-vs-all
     both = {r["method"]: r["dca_steps"] for r in json.loads((tmp_path / "both.json").read_text())["results"]}
     assert len(rows[0]["dca_steps"]) == 1 and len(both["shared"]) == 1 and len(both["ovr"]) == 10
@@ -57,14 +55,14 @@ def test_quick_runs_merge_into_one_table_and_plot(shared_vs_ovr, tmp_path, capsy
     assert rows[0]["macs_per_sample"] == 256 * 100 + 100 * 10 and 0 <= rows[0]["error_pct"] <= 100
     capsys.readouterr()
 
-    parts = [str(tmp_path / "both.json"), str(tmp_path / "sum.json")]
+    parts = [str(tmp_path / "both.json"), str(tmp_path / "shifted.json")]
     assert shared_vs_ovr.main(["--merge", *parts, "--plot", str(tmp_path / "merged.png")]) == 0
     table = [line for line in capsys.readouterr().out.splitlines() if line.startswith("| usps")]
     assert [line.split(" | ")[1] for line in table] == [
         "shared dictionary", label, "one-vs-all"]
     assert (tmp_path / "merged.png").read_bytes().startswith(b"\x89PNG")
 
-    record = json.loads((tmp_path / "sum.json").read_text())
+    record = json.loads((tmp_path / "shifted.json").read_text())
     record["args"]["max_dca_iter"] = 7  # the same data set trained with another budget
     (tmp_path / "other.json").write_text(json.dumps(record))
     assert shared_vs_ovr.main(["--merge", parts[0], str(tmp_path / "other.json")]) == 2
@@ -130,60 +128,15 @@ def test_seed_lists_refuse_what_names_no_distinct_seeds(shared_vs_ovr, text):
         shared_vs_ovr._seed_list(text)
 
 
-@pytest.mark.parametrize("option", [["--atoms-against", "0.5"], ["--ovr-hinge-weight", "1"], ["--hinge", "sum"],
-                                    ["--atoms-per-class", "equal"], ["--sub-dictionaries", "2"]])
-def test_one_vs_all_alone_refuses_the_shared_models_options(shared_vs_ovr, tmp_path, capsys, option):
-    """A one-vs-all run would ignore them and still record them in its JSON, so it refuses them."""
-    _write_usps_like(tmp_path)
-    with pytest.raises(SystemExit) as stopped:
-        shared_vs_ovr.main(["--quick", "--datasets", "usps", "--data", str(tmp_path), "--methods", "ovr", *option])
-    assert stopped.value.code == 2
-    assert f"{option[0]} shape(s) the shared model only" in capsys.readouterr().err
-
-
-def test_unfitted_models_follow_the_arguments(shared_vs_ovr, tmp_path):
-    _write_usps_like(tmp_path)
-    args = shared_vs_ovr.parse_args(["--datasets", "usps", "--data", str(tmp_path), "--total-atoms", "100,200",
-                                     "--train-rows", "300", "--mu", "0.5", "--seed", "3"])
-    models = list(shared_vs_ovr.unfitted_models(args))
-    assert [(task, total, method) for task, _, total, method, _ in models] == [
-        ("usps", 100, "shared"), ("usps", 100, "ovr"), ("usps", 200, "shared"), ("usps", 200, "ovr")]
-    (X, y, X_test, y_test), estimator = models[-1][1], models[-1][4]
-    assert (len(X), len(y), len(X_test), len(y_test)) == (300, 300, 200, 200)
-    assert estimator.n_atoms == 20 and estimator.mu == 0.5 and estimator.random_state == 3
-    assert not hasattr(estimator, "model_")
-
-
-def test_a_quick_run_records_the_steps_of_every_sub_dictionary(shared_vs_ovr, tmp_path, capsys):
-    _write_usps_like(tmp_path)
-    out = tmp_path / "parts.json"
-    shared_vs_ovr.main(["--quick", "--datasets", "usps", "--data", str(tmp_path), "--methods", "shared",
-                        "--total-atoms", "100", "--sub-dictionaries", "2", "--json", str(out)])
-    (row,) = json.loads(out.read_text())["results"]
-    assert "FAILED" not in row["notes"] and row["model_atoms"] == 100
-    assert len(row["dca_steps"]) == 2 and row["label"] == "shared dictionary (2 sub-dictionaries)"
-    assert "2 sub-dictionaries" in capsys.readouterr().out
-
-
-def test_sub_dictionaries_reach_the_shared_model_and_its_label(shared_vs_ovr, tmp_path):
-    _write_usps_like(tmp_path)
-    args = shared_vs_ovr.parse_args(["--datasets", "usps", "--data", str(tmp_path), "--total-atoms", "100",
-                                     "--methods", "shared", "--sub-dictionaries", "2"])
-    (_, _, _, _, estimator), = shared_vs_ovr.unfitted_models(args)
-    assert estimator.sub_dictionaries == 2 and estimator.n_atoms == 100
-    assert shared_vs_ovr.label("shared", "max", sub_dictionaries=2) == "shared dictionary (2 sub-dictionaries)"
-    assert shared_vs_ovr.label("shared", "max") == "shared dictionary"
-
-
 def test_train_device_quick_run_times_every_device(import_benchmark, tmp_path, capsys):
     """``benchmarks/train_device.py`` on two CPU "devices" (the machine CI has): one row each."""
     _write_usps_like(tmp_path)
     train_device = import_benchmark("train_device")
     train_device.main(["--quick", "--dataset", "usps", "--data", str(tmp_path), "--devices", "cpu,cpu",
-                       "--threads", "1", "--methods", "shared,signed", "--json", str(tmp_path / "t.json")])
+                       "--threads", "1", "--methods", "shared,ovr", "--json", str(tmp_path / "t.json")])
     rows = json.loads((tmp_path / "t.json").read_text())["results"]
     assert [(r["method"], r["total_atoms"], r["device"], r["n_iter"]) for r in rows] == [
-        ("shared", 20, "cpu (1 thread)", 2)] * 2 + [("signed", 20, "cpu (1 thread)", 2)] * 2
+        ("shared", 20, "cpu (1 thread)", 2)] * 2 + [("ovr", 20, "cpu (1 thread)", 2)] * 2
     assert rows[0]["speed_up"] == 1.0 and all(r["s_per_iteration"] > 0 for r in rows)
     assert "| shared | 20 | cpu (1 thread) |" in capsys.readouterr().out
     with pytest.raises(SystemExit) as stopped:
@@ -192,7 +145,7 @@ def test_train_device_quick_run_times_every_device(import_benchmark, tmp_path, c
     assert "device must name a torch device" in capsys.readouterr().err
     with pytest.raises(SystemExit):
         train_device.main(["--quick", "--data", str(tmp_path), "--dataset", "usps", "--methods", "shared,mixed"])
-    assert "choose methods from shared,signed,ovr" in capsys.readouterr().err
+    assert "choose methods from shared,ovr" in capsys.readouterr().err
 
 
 def test_plot_draws_every_method_and_leaves_failed_fits_out(shared_vs_ovr, tmp_path, monkeypatch):
@@ -284,3 +237,15 @@ def test_profile_dca_offers_the_texture_tasks(import_benchmark, monkeypatch, cap
         import_benchmark("profile_dca").main()
     error = capsys.readouterr().err  # argparse quotes the choices or not, by Python version
     assert "argument --task: invalid choice: 'bark'" in error and "pigskin-pressedcl" in error
+
+
+def test_models_follow_the_arguments(shared_vs_ovr, tmp_path):
+    _write_usps_like(tmp_path)
+    args = shared_vs_ovr.parse_args(["--datasets", "usps", "--data", str(tmp_path), "--total-atoms", "100",
+                                     "--shift-augment", "1", "--batch-size", "100", "--max-dca-iter", "3"])
+    shared = shared_vs_ovr.build("shared", 100, 10, args, mu=0.5, image_side=16, seed=3)
+    ovr = shared_vs_ovr.build("ovr", 100, 10, args, mu=0.5, image_side=16, seed=3)
+    assert (shared.n_atoms, ovr.n_atoms) == (100, 10)  # one dictionary of 100; 10 heads of 10
+    assert shared.get_params() == {**ovr.get_params(), "n_atoms": 100, "multiclass": "shared"}
+    assert (shared.mu, shared.random_state, shared.shift_augment, shared.image_shape, shared.batch_size,
+            shared.max_dca_iter) == (0.5, 3, 1, (16, 16), 100, 3)

@@ -115,33 +115,22 @@ def test_train_baselines(run, capsys, tmp_path, method):
 
 
 def test_train_one_shared_dictionary_with_weight_decay(run, capsys, tmp_path):
-    code, _, err = run("train", "--data", "digits", *TINY, "--atoms", "12", "--multiclass",
-                         "shared", "--hinge", "sum", "--mu", "0.5", "--json", "--out", tmp_path / "s.npz")
+    code, _, err = run("train", "--data", "digits", *TINY, "--atoms", "20", "--multiclass",
+                       "shared", "--mu", "0.5", "--json", "--out", tmp_path / "s.npz")
     assert code == 0, err
     model = Model.load(tmp_path / "s.npz")
-    assert model.n_atoms == 12  # --atoms counts all atoms of the one dictionary
-    assert np.all(np.count_nonzero(model.weights, axis=1) == 1)
-    params = model.meta["params"]
-    assert (params["multiclass"], params["hinge"], params["mu"]) == ("shared", "sum", 0.5)
-
-
-def test_train_shared_atoms_against_their_class_with_one_vs_all_hinges(run, capsys, tmp_path):
-    code, _, err = run("train", "--data", "digits", *TINY, "--atoms", "20", "--multiclass", "shared",
-                       "--atoms-against", "0.5", "--ovr-hinge-weight", "1", "--quiet", "--out", tmp_path / "s.npz")
-    assert code == 0, err
-    model = Model.load(tmp_path / "s.npz")
-    assert np.all(np.count_nonzero(model.weights, axis=1) == 1)
+    assert model.n_atoms == 20  # --atoms counts all atoms of the one dictionary
+    assert np.all(np.count_nonzero(model.weights, axis=1) == 1)  # each atom votes for or against one class
     assert np.all((model.weights < 0).sum(axis=0) == 1) and np.all((model.weights > 0).sum(axis=0) == 1)
-    assert (model.meta["params"]["atoms_against"], model.meta["params"]["ovr_hinge_weight"]) == (0.5, 1.0)
+    params = model.meta["params"]
+    assert (params["multiclass"], params["mu"]) == ("shared", 0.5)
 
 
-def test_train_shared_dictionary_in_independent_parts(run, capsys, tmp_path):
-    code, _, err = run("train", "--data", "digits", *TINY, "--atoms", "40", "--multiclass", "shared",
-                       "--sub-dictionaries", "2", "--quiet", "--out", tmp_path / "s.npz")
-    assert code == 0, err
-    model = Model.load(tmp_path / "s.npz")
-    assert model.n_atoms == 40 and np.all(np.count_nonzero(model.weights, axis=1) == 1)
-    assert model.meta["params"]["sub_dictionaries"] == 2
+@pytest.mark.parametrize("flag", ["--hinge", "--atoms-against", "--ovr-hinge-weight", "--sub-dictionaries"])
+def test_removed_research_flags_are_usage_errors(capsys, tmp_path, flag):
+    with pytest.raises(SystemExit) as stop:
+        main(["train", "--data", "digits", *TINY, "--multiclass", "shared", flag, "1", "--out", str(tmp_path / "m.npz")])
+    assert stop.value.code == 2 and f"unrecognized arguments: {flag} 1" in capsys.readouterr().err
 
 
 def test_train_on_shifted_copies_of_npz_images(run, capsys, tmp_path, digits_data):
@@ -204,21 +193,19 @@ def test_train_chooses_mu_on_a_hold_out(run, capsys, tmp_path):
     assert "choosing mu: 2 candidates, 1 split(s) each" in err and "candidate 2/2 mu=1.0: held-out accuracy" in err
 
 
-def test_train_chooses_the_shared_models_options_with_mu_on_one_hold_out(run, capsys, tmp_path):
+def test_train_chooses_a_shared_models_mu_on_a_hold_out_and_inspect_shows_it(run, capsys, tmp_path):
     code, out, err = run("train", "--data", "digits", *TINY, "--atoms", "20", "--multiclass", "shared",
-                         "--mu", "0.5", "--atoms-against", "0,0.5", "--ovr-hinge-weight", "0,1",
-                         "--out", tmp_path / "s.npz")
+                         "--mu", "0,0.5", "--out", tmp_path / "s.npz")
     assert code == 0, err
     meta = Model.load(tmp_path / "s.npz").meta
     candidates = meta["selection"]["candidates"]
-    assert [(row["atoms_against"], row["ovr_hinge_weight"]) for row in candidates] == [(0, 0), (0, 1), (0.5, 0), (0.5, 1)]
+    assert [row["mu"] for row in candidates] == [0, 0.5]
     chosen = meta["selection"]["chosen"]
-    best = max(candidates, key=lambda row: row["holdout_accuracy"])
-    assert chosen == {"atoms_against": best["atoms_against"], "ovr_hinge_weight": best["ovr_hinge_weight"]}
-    assert {name: meta["params"][name] for name in chosen} == chosen and meta["params"]["mu"] == 0.5
-    assert "hold-out choice" in out and "on 10% of the training rows; atoms_against=0 ovr_hinge_weight=0: " in out
+    assert chosen == {"mu": max(candidates, key=lambda row: row["holdout_accuracy"])["mu"]}
+    assert meta["params"]["mu"] == chosen["mu"] and meta["params"]["multiclass"] == "shared"
+    assert "hold-out choice" in out and "on 10% of the training rows; mu=0: " in out
     code, out, _ = run("inspect", tmp_path / "s.npz")
-    assert code == 0 and f"hold-out choice  atoms_against={chosen['atoms_against']:g} " in out
+    assert code == 0 and f"hold-out choice  mu={chosen['mu']:g} " in out
 
 
 @pytest.mark.parametrize("value", ["0,1,1", "1,x", "-1", "nan"])
@@ -345,20 +332,6 @@ def mark_encrypted(path: Path) -> Path:
       "--out", "{d}/m.npz"], "--max-dca-iter applies to --method last only"),
     (["train", "--data", "digits", "--atoms", "2", "--method", "sgd", "--early-stopping", "--mu", "1",
       "--out", "{d}/m.npz"], "--mu, --early-stopping apply to --method last only"),
-    (["train", "--data", "digits", *TINY, "--hinge", "sum", "--out", "{d}/m.npz"],
-     "--hinge applies to --multiclass shared only"),
-    (["train", "--data", "digits", *TINY, "--ovr-hinge-weight", "1", "--out", "{d}/m.npz"],
-     "--ovr-hinge-weight applies to --multiclass shared only"),
-    (["train", "--data", "digits", *TINY, "--atoms-against", "0,0.5", "--out", "{d}/m.npz"],
-     "--atoms-against applies to --multiclass shared only"),
-    (["train", "--data", "digits", *TINY, "--sub-dictionaries", "2", "--out", "{d}/m.npz"],
-     "--sub-dictionaries applies to --multiclass shared only"),
-    (["train", "--data", "digits", *TINY, "--atoms", "25", "--multiclass", "shared", "--sub-dictionaries", "2",
-      "--out", "{d}/m.npz"],
-     "sub_dictionaries=2 needs n_atoms to split into 2 equal parts of at least 10 atoms"),
-    (["train", "--data", "digits", *TINY, "--atoms", "20", "--multiclass", "shared", "--atoms-against", "0,1",
-      "--out", "{d}/m.npz"],
-     r"atoms_against must be a finite number in \[0, 1\), got 1.0"),
     (["train", "--data", "{d}/lonely.npz", *TINY, "--mu", "0,1", "--out", "{d}/m.npz"],
      "choosing mu needs a 10% hold-out with every class, and a class has only 1 training row"),
     (["train", "--data", "{d}/lonely.npz", *TINY, "--shift-augment", "1", "--out", "{d}/m.npz"],
@@ -402,10 +375,7 @@ def mark_encrypted(path: Path) -> Path:
      "an image of shape 5x5 has 25 values; the model has 64 features"),
     (["inspect", "{model}", "--atoms", "{d}/a.png", "--image-shape", "8by8"], "image shape must be HxW"),
 ], ids=["missing-data", "zero-atoms", "out-not-npz", "out-folder", "out-is-a-folder", "out-folder-not-writable", "unknown-data-format",
-        "option-of-other-method", "options-of-other-method", "hinge-without-shared", "ovr-hinge-without-shared",
-        "atoms-against-grid-without-shared", "sub-dictionaries-without-shared", "sub-dictionaries-uneven",
-        "atoms-against-grid-out-of-range",
-        "mu-grid-class-too-small",
+        "option-of-other-method", "options-of-other-method", "mu-grid-class-too-small",
         "shift-without-images", "image-shape-of-images", "train-image-shape-wrong-size", "shift-with-sgd", "bad-device",
         "zero-threads", "plot-format", "plot-folder", "corrupt-model", "encrypted-model", "encrypted-data", "encrypted-calibration", "wrong-width", "no-labels-not-csv", "predictions-not-csv",
         "predictions-over-data",

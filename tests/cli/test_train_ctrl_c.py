@@ -238,11 +238,10 @@ def test_ctrl_c_in_the_grid_chooses_among_the_candidates_fitted(run, tmp_path, c
 
 def test_ctrl_c_in_the_grid_text_summary_names_the_skipped(run, tmp_path, capsys, monkeypatch):
     _press_ctrl_c_in_last(monkeypatch, {2: 1})  # in the second of four candidates
-    code, out, _ = run("train", *LAST, "--atoms", "20", "--multiclass", "shared", "--atoms-against",
-                       "0,0.5", "--ovr-hinge-weight", "0,1", "--out", tmp_path / "m.npz")
+    code, out, _ = run("train", *LAST, "--atoms", "20", "--multiclass", "shared", "--mu", "0,0.5,1,2",
+                       "--out", tmp_path / "m.npz")
     assert code == 130
-    stopped = ("Ctrl-C: stopped after 2 of 4 candidates; not fitted: atoms_against=0.5 "
-               "ovr_hinge_weight=0, atoms_against=0.5 ovr_hinge_weight=1")
+    stopped = "Ctrl-C: stopped after 2 of 4 candidates; not fitted: mu=1, mu=2"
     assert f"hold-out grid     {stopped}" in out.splitlines()
     code, out, _ = run("inspect", tmp_path / "m.npz")  # the model records it
     assert code == 0 and f"hold-out grid    {stopped}" in out.splitlines()

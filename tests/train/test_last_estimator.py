@@ -18,8 +18,8 @@ from lastedge.train.base import available_accelerator, flushes_denormals, thread
 
 FAST_LAST = dict(n_atoms=4, max_dca_iter=2, inner_iter=30, verbose=0, random_state=0)
 FAST_SGD = dict(n_atoms=4, max_iter=100, step_sizes=(0.1,), verbose=0, random_state=0)
-# one shared dictionary as two of 4 atoms (the checks' data has up to 4 classes), half voting against
-FAST_SHARED = {**FAST_LAST, "n_atoms": 8, "multiclass": "shared", "sub_dictionaries": 2, "atoms_against": 0.5}
+# one dictionary of 8 atoms for up to 4 classes (the checks' data), half of them voting against one
+FAST_SHARED = {**FAST_LAST, "n_atoms": 8, "multiclass": "shared"}
 
 
 # check name -> why it is expected to fail (none at present; real trainer bugs are not listed)
@@ -42,23 +42,10 @@ def test_estimators_declare_transformer_tags(cls):
     assert cls().__sklearn_tags__().transformer_tags.preserves_dtype == ["float32"]
 
 
-def fit_quietly(estimator, X, y):
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", ConvergenceWarning)
-        return estimator.fit(X, y)
-
-
-def small_blobs(n_classes: int = 3, m: int = 90, n: int = 5, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
-    rng = np.random.default_rng(seed)
-    y = np.arange(m) % n_classes
-    centres = rng.normal(0.0, 3.0, size=(n_classes, n))
-    return centres[y] + rng.normal(size=(m, n)), y
-
-
 # ------------------------------------------------------------------------------ seeds, files
 @pytest.mark.parametrize("cls, params", [(LASTClassifier, FAST_LAST),
                                          (SGDSoftThresholdClassifier, FAST_SGD)])
-def test_same_seed_gives_identical_dictionary(cls, params):
+def test_same_seed_gives_identical_dictionary(small_blobs, fit_quietly, cls, params):
     X, y = small_blobs()
     first = fit_quietly(cls(**params), X, y).dictionary_
     again = fit_quietly(cls(**params), X, y).dictionary_
@@ -78,7 +65,7 @@ def test_saved_model_gives_identical_scores(tiny_last, digits_data, tmp_path):
 
 @pytest.mark.parametrize("cls, params, real", [(LASTClassifier, FAST_LAST, "nu"),
                                                (SoftThresholdEncoderSVM, {"alpha": 0.2}, "C")])
-def test_model_records_numpy_parameters_as_numbers(cls, params, real):
+def test_model_records_numpy_parameters_as_numbers(small_blobs, fit_quietly, cls, params, real):
     # Values from a numpy grid (np.int64, np.float32) were recorded as 'np.int64(6)'.
     X, y = small_blobs()
     fitted = fit_quietly(cls(**{**params, "n_atoms": np.int64(6), real: np.float32(0.5)}), X, y)
@@ -143,82 +130,21 @@ def with_value(X: np.ndarray, value: float) -> np.ndarray:
     # finite in float64, infinite in float32: was a model of NaNs, or a fit whose rows predict refuses
     (lambda X, y: (with_value(X, 1e300), y), ValueError, "beyond float32's range"),
 ], ids=["nan", "inf", "one-class", "empty", "length-mismatch", "beyond-float32"])
-def test_bad_training_data_is_refused(cls, change, error, match):
+def test_bad_training_data_is_refused(small_blobs, cls, change, error, match):
     X, y = change(*small_blobs())
     with pytest.raises(error, match=match):
         cls(verbose=0).fit(X, y)
 
 
-@pytest.mark.parametrize("params, match", [
-    ({"inner_solver": "newton"}, "inner_solver must be one of .* got 'newton'"),
-    ({"surrogate": "exact"}, "surrogate must be one of .* got 'exact'"),
-    ({"hinge": "squared"}, "hinge must be one of .* got 'squared'"),
-    ({"atoms_per_class": "foo"}, "atoms_per_class must be one of .* got 'foo'"),  # checked with "ovr" too
-    ({"line_search": "yes"}, "line_search must be 'auto', True or False, got 'yes'"),
-    ({"max_dca_iter": 0}, "max_dca_iter must be an integer >= 1, got 0"),
-    ({"max_dca_iter": None}, "max_dca_iter must be an integer >= 1, got None"),
-    ({"max_dca_iter": 2.7}, "max_dca_iter must be an integer >= 1, got 2.7"),  # not truncated to 2
-    ({"inner_iter": 2.5}, "inner_iter must be an integer >= 1 or None, got 2.5"),
-    ({"batch_size": "abc"}, "batch_size must be an integer >= 1, 'full' or None, got 'abc'"),
-    ({"batch_size": 2.5}, "batch_size must be an integer >= 1, 'full' or None, got 2.5"),
-    ({"tol": -1e-3}, "tol must be a finite number >= 0 or None, got -0.001"),
-    ({"validation_fraction": 2.0}, r"validation_fraction must be a finite number in \(0, 1\), got 2.0"),
-])
-def test_bad_last_parameters_are_refused(params, match):
-    X, y = small_blobs()
-    with pytest.raises(ValueError, match=match):
-        LASTClassifier(**{**FAST_LAST, **params}).fit(X, y)
-
-
-@pytest.mark.parametrize("cls, fast", [(LASTClassifier, FAST_LAST), (SGDSoftThresholdClassifier, FAST_SGD)])
-@pytest.mark.parametrize("params, match", [
-    ({"n_atoms": 0}, "n_atoms must be an integer >= 1, got 0"),
-    ({"n_atoms": 2.5}, "n_atoms must be an integer >= 1"),
-    ({"preprocess": "zscore"}, "preprocess must be one of .* got 'zscore'"),
-    ({"mu": -1.0}, "mu must be a finite number >= 0, got -1.0"),
-    ({"mu": None}, "mu must be a finite number >= 0, got None"),
-    ({"nu": "1"}, "nu must be a finite number > 0, got '1'"),
-    ({"eps": None}, r"eps must be a finite number in \(0, 3.40282e\+38\], got None"),
-    ({"init_active_fraction": 1.5}, r"init_active_fraction must be a finite number in \(0, 1\] or None, got 1.5"),
-    ({"sign_ratio": "x"}, r"sign_ratio must be a finite number in \(0, 1\) or 'auto', got 'x'"),
-    ({"n_jobs": 0}, r"n_jobs must be a non-zero integer \(-1: all cores\) or None, got 0"),
-    ({"n_jobs": "two"}, "n_jobs must be a non-zero integer .* got 'two'"),
-    # torch's thread pool used to abort the process: "libgomp: Out of memory allocating 216000001344 bytes"
-    ({"n_jobs": 10**9}, r"n_jobs must be at most \d+ threads .* got 1000000000"),
-    # a step <= 0 never moves: LAST used to report convergence after one untrained iteration
-    ({"step_sizes": (-0.01,)}, r"step_sizes must be None or a non-empty sequence of numbers in \(0, 3.4e\+38\]"),
-    ({"step_sizes": (0,)}, r"step_sizes must be None or a non-empty sequence .* got \(0,\)"),
-    ({"step_sizes": ()}, r"step_sizes must be None or a non-empty sequence .* got \(\)"),
-    ({"step_sizes": (1e300,)}, r"step_sizes must be .*float32.* got \(1e\+300,\)"),  # was a torch overflow
-    ({"beta": 1e300}, r"beta must be a finite number in \(0, 3.40282e\+38\], got 1e\+300"),  # was a torch overflow
-    ({"eps": 1e300}, r"eps must be a finite number in \(0, 3.40282e\+38\], got 1e\+300"),
-])
-def test_bad_shared_parameters_are_refused(cls, fast, params, match):
-    X, y = small_blobs()
-    with pytest.raises(ValueError, match=match):
-        cls(**{**fast, **params}).fit(X, y)
-
-
-@pytest.mark.parametrize("params, match", [
-    ({"max_iter": 2.5}, "max_iter must be an integer >= 1, got 2.5"),
-    ({"batch_size": 2.5}, "batch_size must be an integer >= 1, got 2.5"),
-    ({"batch_size": "full"}, "batch_size must be an integer >= 1, got 'full'"),
-])
-def test_bad_sgd_parameters_are_refused(params, match):
-    X, y = small_blobs()
-    with pytest.raises(ValueError, match=match):
-        SGDSoftThresholdClassifier(**{**FAST_SGD, **params}).fit(X, y)
-
-
 @pytest.mark.parametrize("optimizer", ["sgd", "adam"])
-def test_sgd_refuses_a_diverged_fit(optimizer):
+def test_sgd_refuses_a_diverged_fit(small_blobs, optimizer):
     # every candidate step overflows the atoms; the model would hold infinities
     X, y = small_blobs()
     with pytest.raises(ValueError, match=r"training diverged with step 1e\+37 .*give smaller step_sizes"):
         SGDSoftThresholdClassifier(**{**FAST_SGD, "step_sizes": (1e37,), "optimizer": optimizer}).fit(X, y)
 
 
-def test_n_jobs_minus_one_trains_on_every_core_then_restores_the_threads():
+def test_n_jobs_minus_one_trains_on_every_core_then_restores_the_threads(small_blobs):
     X, y = small_blobs()
     threads_during_fit = []
     before = torch.get_num_threads()
@@ -234,7 +160,7 @@ def test_thread_count_follows_scikit_learn():
 
 
 @pytest.mark.parametrize("flushing", [True, False])
-def test_fit_restores_the_denormal_setting(flushing):
+def test_fit_restores_the_denormal_setting(small_blobs, fit_quietly, flushing):
     if not torch.set_flush_denormal(flushing) and flushing:
         pytest.skip("this CPU cannot flush denormals")
     try:
@@ -254,7 +180,7 @@ def test_fit_restores_the_denormal_setting(flushing):
     ("meta", "device 'meta' cannot train: lastedge trains on cpu, cuda, mps or xpu devices"),  # no data
     ("hpu", "device 'hpu' cannot train"),  # was a ModuleNotFoundError, reported as "torch is not installed"
 ])
-def test_unusable_device_is_refused_before_training(cls, device, match):
+def test_unusable_device_is_refused_before_training(small_blobs, cls, device, match):
     X, y = small_blobs()
     with pytest.raises(ValueError, match=match):
         cls(device=device, verbose=0).fit(X, y)
@@ -268,7 +194,7 @@ def test_auto_device_is_the_gpu_torch_sees_else_the_cpu(cuda, mps, expected, mon
     assert available_accelerator() == expected
 
 
-def test_auto_device_trains_on_this_machine():
+def test_auto_device_trains_on_this_machine(small_blobs, fit_quietly):
     X, y = small_blobs()
     clf = fit_quietly(LASTClassifier(**FAST_LAST, device="auto"), X, y)
     assert clf.score(X, y) > 0.9 and clf.__sklearn_tags__().non_deterministic
@@ -283,7 +209,7 @@ def gpu_out_of_memory(*args, **kwargs):
     (LASTClassifier, "lastedge.train.last.run_dca"),
     (SGDSoftThresholdClassifier, "lastedge.train.sgd.SGDSoftThresholdClassifier._descend"),
 ])
-def test_device_out_of_memory_is_a_memory_error_saying_what_to_change(cls, trainer, monkeypatch):
+def test_device_out_of_memory_is_a_memory_error_saying_what_to_change(small_blobs, cls, trainer, monkeypatch):
     """torch's OutOfMemoryError (a RuntimeError, raised by GPUs) becomes the MemoryError a CPU gives."""
     X, y = small_blobs()
     threads = torch.get_num_threads()
@@ -295,14 +221,8 @@ def test_device_out_of_memory_is_a_memory_error_saying_what_to_change(cls, train
     assert torch.get_num_threads() == threads  # the fit's torch settings were restored on the way out
 
 
-def test_sgd_refuses_unknown_optimizer():
-    X, y = small_blobs()
-    with pytest.raises(ValueError, match="optimizer must be one of .* got 'rmsprop'"):
-        SGDSoftThresholdClassifier(**FAST_SGD, optimizer="rmsprop").fit(X, y)
-
-
 @pytest.mark.parametrize("max_iter", [20, 149, 250])
-def test_sgd_history_holds_at_most_the_progress_bars_50_checkpoints(max_iter):
+def test_sgd_history_holds_at_most_the_progress_bars_50_checkpoints(small_blobs, max_iter):
     # Every max_iter // 50 steps recorded up to 99 points (149 steps: 75), past the bar's total
     # of 50 and each an objective over all training rows.
     X, y = small_blobs(n_classes=2, m=40)
@@ -329,7 +249,7 @@ def test_sgd_gives_the_same_classifier_on_rescaled_raw_rows(digits_data, optimiz
 @pytest.mark.parametrize("cls, params, scale", [(LASTClassifier, FAST_LAST, 1e-9),
                                                (LASTClassifier, FAST_LAST, 1e13),
                                                (SGDSoftThresholdClassifier, FAST_SGD, 1e-9)])
-def test_the_same_classifier_on_raw_rows_of_any_scale(digits_data, cls, params, scale):
+def test_the_same_classifier_on_raw_rows_of_any_scale(fit_quietly, digits_data, cls, params, scale):
     # The start atoms are scaled to the rows and LAST's Adam steps to the atoms; floors of 1e-12
     # on either (rows of 1e-9 give responses of 1e-16, rows of 1e13 atoms of 1e-15) left LAST
     # untrained (one class for every row) and SGD from unscaled atoms (14 % agreement).
@@ -342,7 +262,7 @@ def test_the_same_classifier_on_raw_rows_of_any_scale(digits_data, cls, params, 
 
 
 @pytest.mark.parametrize("cls, params", [(LASTClassifier, FAST_LAST), (SGDSoftThresholdClassifier, FAST_SGD)])
-def test_read_only_float32_rows_train_without_a_torch_warning(cls, params):
+def test_read_only_float32_rows_train_without_a_torch_warning(small_blobs, cls, params):
     # preprocess="none" passes float32 rows through: read-only ones (a memory map, or joblib's
     # copies in GridSearchCV(n_jobs=2)) made torch warn of "undefined behavior".
     X, y = small_blobs()
@@ -370,7 +290,7 @@ def test_wrong_width_or_nan_at_predict_is_refused(tiny_last, digits_data):
 
 
 # ------------------------------------------------------------------------------ shapes
-def test_string_labels_round_trip():
+def test_string_labels_round_trip(small_blobs, fit_quietly):
     X, y = small_blobs(n_classes=2)
     labels = np.array(["cat", "dog"])[y]
     clf = fit_quietly(LASTClassifier(**FAST_LAST), X, labels)
@@ -381,7 +301,7 @@ def test_string_labels_round_trip():
     np.testing.assert_array_equal(clf.to_model().predict(X), predicted)
 
 
-def test_binary_shapes_and_history():
+def test_binary_shapes_and_history(small_blobs, fit_quietly):
     X, y = small_blobs(n_classes=2)
     clf = fit_quietly(LASTClassifier(**FAST_LAST), X, y)
     scores = clf.decision_function(X)
@@ -396,7 +316,7 @@ def test_binary_shapes_and_history():
     assert times == sorted(times)
 
 
-def test_one_vs_all_shapes_and_history():
+def test_one_vs_all_shapes_and_history(small_blobs, fit_quietly):
     X, y = small_blobs(n_classes=3)
     clf = fit_quietly(LASTClassifier(**FAST_LAST), X, y)
     assert clf.decision_function(X).shape == (len(X), 3)
@@ -408,14 +328,14 @@ def test_one_vs_all_shapes_and_history():
         assert all(set(record) == {"objective", "step", "extrapolation", "change", "time"} for record in head)
 
 
-def test_convergence_warning_when_max_dca_iter_is_hit():
+def test_convergence_warning_when_max_dca_iter_is_hit(small_blobs):
     X, y = small_blobs(n_classes=2)
     with pytest.warns(ConvergenceWarning, match="max_dca_iter=1"):
         LASTClassifier(**{**FAST_LAST, "max_dca_iter": 1, "tol": 0.0}).fit(X, y)
 
 
 @pytest.mark.parametrize("batch_size, tol", [(None, "0.001"), (16, "0.0001")])
-def test_default_tol_depends_on_full_batch_or_minibatch(batch_size, tol):
+def test_default_tol_depends_on_full_batch_or_minibatch(small_blobs, batch_size, tol):
     """``tol=None`` is the paper's 1e-3 on the parameters in full batch, 1e-4 of objective per
     row on minibatches (the value the warning names)."""
     X, y = small_blobs(n_classes=2)
@@ -424,7 +344,7 @@ def test_default_tol_depends_on_full_batch_or_minibatch(batch_size, tol):
 
 
 @pytest.mark.parametrize("patience", [1, 2])
-def test_minibatch_fit_stops_when_the_objective_stops_falling(patience):
+def test_minibatch_fit_stops_when_the_objective_stops_falling(small_blobs, fit_quietly, patience):
     """On minibatches ``tol`` is the fall of the objective per training row that counts as progress:
     a tol no DCA iteration can meet stops every head after ``n_iter_no_change`` iterations, as
     converged (no warning); with tol 0 any fall is progress."""
@@ -438,7 +358,7 @@ def test_minibatch_fit_stops_when_the_objective_stops_falling(patience):
     assert patient.n_iter_ > patience
 
 
-def test_minibatch_fit_with_early_stopping_stops_on_the_hold_out_only():
+def test_minibatch_fit_with_early_stopping_stops_on_the_hold_out_only(small_blobs, fit_quietly):
     """With early stopping the hold-out score decides when to stop (as in scikit-learn), so even a
     tol no iteration can meet stops no head."""
     X, y = small_blobs(n_classes=3)
@@ -448,7 +368,7 @@ def test_minibatch_fit_with_early_stopping_stops_on_the_hold_out_only():
 
 
 # ------------------------------------------------------------------- monitor, early stopping
-def test_monitor_sees_every_iterate_and_can_stop_training():
+def test_monitor_sees_every_iterate_and_can_stop_training(small_blobs):
     X, y = small_blobs(n_classes=3)
     seen = []
 
@@ -461,7 +381,7 @@ def test_monitor_sees_every_iterate_and_can_stop_training():
     assert seen[-1][1] == float(np.mean(clf.predict(X) == y))  # the stopped iterate is kept
 
 
-def test_early_stopping_keeps_the_best_validation_iterate():
+def test_early_stopping_keeps_the_best_validation_iterate(small_blobs):
     X, y = small_blobs(n_classes=2)
     clf = LASTClassifier(**{**FAST_LAST, "max_dca_iter": 6, "tol": 0.0}, early_stopping=True,
                          validation_fraction=0.25, n_iter_no_change=2)
@@ -474,7 +394,7 @@ def test_early_stopping_keeps_the_best_validation_iterate():
         assert max(scores[-2:]) <= max(scores[:-2])
 
 
-def test_refit_without_early_stopping_clears_the_validation_scores():
+def test_refit_without_early_stopping_clears_the_validation_scores(small_blobs, fit_quietly):
     X, y = small_blobs(n_classes=2)
     clf = fit_quietly(LASTClassifier(**FAST_LAST, early_stopping=True, validation_fraction=0.25), X, y)
     assert clf.best_validation_score_ is not None
@@ -486,7 +406,7 @@ def test_refit_without_early_stopping_clears_the_validation_scores():
     ({"validation_fraction": 1.0}, r"validation_fraction must be a finite number in \(0, 1\), got 1.0"),
     ({"n_iter_no_change": 0}, "n_iter_no_change must be an integer >= 1, got 0"),
 ])
-def test_bad_early_stopping_parameters_are_refused(params, match):
+def test_bad_early_stopping_parameters_are_refused(small_blobs, params, match):
     X, y = small_blobs()
     with pytest.raises(ValueError, match=match):
         LASTClassifier(**{**FAST_LAST, "early_stopping": True, **params}).fit(X, y)
@@ -496,76 +416,8 @@ def test_bad_early_stopping_parameters_are_refused(params, match):
     (0.999, "the resulting train set will be empty"),  # was "needs a validation set with every class"
     (0.01, "test_size = 1 should be greater or equal to the number of classes = 3"),
 ])
-def test_a_hold_out_that_cannot_be_drawn_says_why(fraction, reason):
+def test_a_hold_out_that_cannot_be_drawn_says_why(small_blobs, fraction, reason):
     X, y = small_blobs()
     with pytest.raises(ValueError, match=f"early_stopping cannot hold out validation_fraction={fraction} "
                                          f"of the 90 training rows, stratified by class: .*{reason}"):
         LASTClassifier(**FAST_LAST, early_stopping=True, validation_fraction=fraction).fit(X, y)
-
-
-@pytest.mark.parametrize("surrogate", ["dc", "tight"])
-def test_both_majorisers_train_on_minibatches(surrogate):
-    """Minibatch DCA (the tight majoriser's home) with the line search on, either majoriser."""
-    X, y = small_blobs(n_classes=3)
-    clf = fit_quietly(LASTClassifier(**{**FAST_LAST, "n_atoms": 6, "max_dca_iter": 3}, batch_size=16,
-                                     surrogate=surrogate, line_search=True), X, y)
-    assert clf.score(X, y) > 0.9
-    assert all(r["extrapolation"] >= 0 for head in clf.history_ for r in head)
-
-
-def dca_settings(monkeypatch, n_classes: int, params: dict):
-    """The ``DCASettings`` that ``fit`` hands to DCA for these estimator parameters (DCA not run)."""
-    import lastedge.train.last as last
-
-    class Handed(Exception):
-        pass
-
-    def run_dca(data, U, v, settings, **kwargs):
-        raise Handed(settings)
-
-    monkeypatch.setattr(last, "run_dca", run_dca)
-    X, y = small_blobs(n_classes=n_classes)
-    with pytest.raises(Handed) as handed:
-        LASTClassifier(**{**FAST_LAST, "n_atoms": 6, **params}).fit(X, y)
-    return handed.value.args[0]
-
-
-@pytest.mark.parametrize("params, solver, n_iter", [
-    ({}, "adam", 300),  # one-vs-all in full batch: Adam, shorter solves than the paper's 1000
-    ({"multiclass": "shared"}, "adam", 100),  # a shared dictionary's full-batch Adam: shorter still
-    ({"inner_solver": "lbfgs"}, "lbfgs", 300),
-    ({"mu": 1.0}, "lbfgs", 300),  # a weight decay: L-BFGS
-    ({"inner_solver": "subgradient"}, "subgradient", 1000),
-    ({"batch_size": 16}, "adam", 300),  # minibatch Adam: far shorter than the paper's 5000
-    ({"batch_size": 16, "inner_solver": "subgradient"}, "subgradient", 5000),  # the paper's
-    ({"multiclass": "shared", "inner_iter": 7}, "adam", 7),  # asked for
-])
-def test_default_inner_iterations_follow_the_solver_and_batch(params, solver, n_iter, monkeypatch):
-    settings = dca_settings(monkeypatch, 3, {"inner_iter": None, **params})
-    assert (settings.inner_solver.method, settings.inner_solver.n_iter) == (solver, n_iter)
-
-
-def test_minibatches_of_500_rows_from_the_full_batch_limit(monkeypatch):
-    import lastedge.train.last as last
-
-    monkeypatch.setattr(last, "FULL_BATCH_LIMIT", 60)  # blobs has 90 rows
-    settings = dca_settings(monkeypatch, 3, {"inner_iter": None})
-    solver = settings.inner_solver
-    assert (solver.method, solver.batch_size, solver.n_iter) == ("adam", 500, 300)
-
-
-@pytest.mark.parametrize("n_classes, params, solver, surrogate", [
-    (3, {}, "adam", "dc"),  # one-vs-all in full batch: the paper's majoriser, Adam
-    (2, {"multiclass": "shared"}, "adam", "dc"),  # two classes: one binary head, as above
-    (3, {"mu": 0.1}, "lbfgs", "dc"),  # ... and with a weight decay, L-BFGS
-    (2, {"mu": 1.0}, "lbfgs", "dc"),
-    (3, {"multiclass": "shared", "mu": 1.0}, "adam", "tight"),  # a shared dictionary keeps Adam
-    (3, {"batch_size": 16, "mu": 1.0}, "adam", "tight"),  # so do minibatches
-    (3, {"multiclass": "shared"}, "adam", "tight"),  # a shared dictionary: as on minibatches
-    (3, {"batch_size": 16}, "adam", "tight"),  # minibatches
-    (3, {"multiclass": "shared", "inner_solver": "lbfgs"}, "lbfgs", "dc"),  # L-BFGS keeps the paper's majoriser
-    (3, {"multiclass": "shared", "inner_solver": "lbfgs", "surrogate": "tight"}, "lbfgs", "tight"),  # asked for
-])
-def test_auto_picks_the_solver_and_majoriser_by_model_and_batch(n_classes, params, solver, surrogate, monkeypatch):
-    settings = dca_settings(monkeypatch, n_classes, params)
-    assert (settings.inner_solver.method, settings.surrogate) == (solver, surrogate)

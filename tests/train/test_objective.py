@@ -30,11 +30,11 @@ def paper_objective(X, y_sign, U, v, signs, beta, nu):
     return torch.clamp(1 - margin, min=0).sum() + 0.5 * nu * (v ** 2).sum()
 
 
-def rival_hinges(S, targets, hinge):
-    """The multi-class hinge written out per rival: max or sum over c != t of max(0, 1 + S_c - S_t)."""
+def rival_hinges(S, targets):
+    """The multi-class hinge written out per rival: the max over c != t of max(0, 1 + S_c - S_t)."""
     margins = torch.relu(1 + S - S.gather(-1, targets[..., None]))
     margins = margins.scatter(-1, targets[..., None], 0.0)
-    return margins.amax(-1) if hinge == "max" else margins.sum(-1)
+    return margins.amax(-1)
 
 
 @pytest.mark.parametrize("heads, atoms", [(1, 7), (3, 5), (2, objective._BATCHED_FROM_ATOMS)])
@@ -51,73 +51,58 @@ def test_head_products_and_pull_back_are_each_heads_own_products(heads, atoms):
         torch.testing.assert_close(pulled[h], X.T @ R[h])
 
 
-@pytest.mark.parametrize("hinge", objective.HINGES)
 @pytest.mark.parametrize("seed", range(4))
-def test_g_minus_h_is_the_objective(seed, hinge):
+def test_g_minus_h_is_the_objective(seed):
     X, targets, U, v, G = random_problem(seed, groups=3)
-    g = objective.g_value(X, targets, U, v, G, BETA, NU, hinge=hinge)
-    h = objective.h_value(X, targets, U, v, G, BETA, hinge)
-    expected = objective.objective(X, targets, U, v, G, BETA, NU, hinge=hinge)
+    g = objective.g_value(X, targets, U, v, G, BETA, NU)
+    h = objective.h_value(X, targets, U, v, G, BETA)
+    expected = objective.objective(X, targets, U, v, G, BETA, NU)
     torch.testing.assert_close(g - h, expected, rtol=1e-10, atol=1e-10)
     S = objective.group_scores(X, U, v, G, BETA)
-    written_out = rival_hinges(S, targets, hinge).sum(1) + 0.5 * NU * (v * v).sum(1)
+    written_out = rival_hinges(S, targets).sum(1) + 0.5 * NU * (v * v).sum(1)
     torch.testing.assert_close(expected, written_out)
 
 
-def test_sum_hinge_charges_every_rival_and_max_the_best():
-    """One sample, four classes with one atom each: scores 2 (target), 1.5, 1.8 and 0."""
-    X = torch.tensor([[1.0]], dtype=torch.float64)
-    U = torch.tensor([[[2.0, 1.5, 1.8, 0.0]]], dtype=torch.float64)
-    v = torch.full((1, 4), 1e-9, dtype=torch.float64)  # with beta large, S = U's entries
-    G = torch.eye(4, dtype=torch.float64)[None]
-    targets = torch.tensor([[0]])
-    losses = {h: float(objective.hinge_losses(X, targets, U, v, G, 1e4, h)[0, 0]) for h in objective.HINGES}
-    assert losses["max"] == pytest.approx(1 + 1.8 - 2.0, abs=1e-6)
-    assert losses["sum"] == pytest.approx((1 + 1.5 - 2.0) + (1 + 1.8 - 2.0), abs=1e-6)
-
-
-@pytest.mark.parametrize("hinge", objective.HINGES)
 @pytest.mark.parametrize("seed", range(3))
-def test_two_groups_match_the_papers_binary_objective(seed, hinge):
+def test_two_groups_match_the_papers_binary_objective(seed):
     X, targets, U, v, G = random_problem(seed, heads=1)
     signs = G[0, :, 1] - G[0, :, 0]
     y_sign = 2.0 * targets[0].to(X.dtype) - 1
-    ours = objective.objective(X, targets, U, v, G, BETA, NU, hinge=hinge)[0]
+    ours = objective.objective(X, targets, U, v, G, BETA, NU)[0]
     torch.testing.assert_close(ours, paper_objective(X, y_sign, U[0], v[0], signs, BETA, NU))
 
 
-@pytest.mark.parametrize("hinge", objective.HINGES)
 @pytest.mark.parametrize("seed", range(3))
-def test_h_gradient_matches_autograd(seed, hinge):
+def test_h_gradient_matches_autograd(seed):
     X, targets, U, v, G = random_problem(seed, groups=3)
     U.requires_grad_(True)
     v.requires_grad_(True)
-    objective.h_value(X, targets, U, v, G, BETA, hinge).sum().backward()
-    dU, dv = objective.h_gradient(X, targets, U.detach(), v.detach(), G, BETA, hinge)
+    objective.h_value(X, targets, U, v, G, BETA).sum().backward()
+    dU, dv = objective.h_gradient(X, targets, U.detach(), v.detach(), G, BETA)
     torch.testing.assert_close(dU, U.grad)
     torch.testing.assert_close(dv, v.grad)
 
 
-@pytest.mark.parametrize("groups, hinge", [(2, "max"), (3, "max"), (3, "sum")])
+@pytest.mark.parametrize("groups", [2, 3])
 @pytest.mark.parametrize("seed", range(3))
-def test_g_gradient_matches_autograd(seed, groups, hinge):
+def test_g_gradient_matches_autograd(seed, groups):
     X, targets, U, v, G = random_problem(seed, groups=groups)
     U.requires_grad_(True)
     v.requires_grad_(True)
-    objective.g_value(X, targets, U, v, G, BETA, 0.0, hinge=hinge).sum().backward()
-    terms, R = objective.g_data_weights(X, targets, U.detach(), v.detach(), G, BETA, hinge)
+    objective.g_value(X, targets, U, v, G, BETA, 0.0).sum().backward()
+    terms, R = objective.g_data_weights(X, targets, U.detach(), v.detach(), G, BETA)
     dU, dv = X.T @ R, -R.sum(1)
-    g = objective.g_value(X, targets, U.detach(), v.detach(), G, BETA, 0.0, hinge=hinge)
+    g = objective.g_value(X, targets, U.detach(), v.detach(), G, BETA, 0.0)
     torch.testing.assert_close(terms.sum(1), g)
     torch.testing.assert_close(dU, U.grad)
     torch.testing.assert_close(dv, v.grad)
 
 
-@pytest.mark.parametrize("groups, hinge", [(2, "max"), (3, "sum")])
+@pytest.mark.parametrize("groups", [2, 3])
 @pytest.mark.parametrize("surrogate", ["dc", "tight"])
-def test_subproblem_gradient_matches_finite_differences(surrogate, groups, hinge):
+def test_subproblem_gradient_matches_finite_differences(surrogate, groups):
     X, targets, U, v, G = random_problem(5, heads=2, groups=groups)
-    problem = SubProblem(Data(X, targets, G, hinge), U, v, BETA, NU, 1e-4, mu=0.3, surrogate=surrogate)
+    problem = SubProblem(Data(X, targets, G), U, v, BETA, NU, 1e-4, mu=0.3, surrogate=surrogate)
     U1, v1 = U + 0.01, v * 1.1  # away from the linearisation point
     _, dU, dv = problem.value_and_grad(U1, v1)
     direction_U = torch.randn_like(U1)
@@ -130,10 +115,9 @@ def test_subproblem_gradient_matches_finite_differences(surrogate, groups, hinge
     torch.testing.assert_close(numeric, analytic, rtol=1e-4, atol=1e-7)
 
 
-@pytest.mark.parametrize("hinge", objective.HINGES)
-def test_one_pass_objective_and_h_gradient_match_the_separate_ones(hinge):
+def test_one_pass_objective_and_h_gradient_match_the_separate_ones():
     X, targets, U, v, G = random_problem(7, heads=2, groups=3)
-    data = Data(X, targets, G, hinge)
+    data = Data(X, targets, G)
     value, A, b = objective_and_h_gradient(data, U, v, BETA, NU, 0.2)
     torch.testing.assert_close(value, full_objective(data, U, v, BETA, NU, 0.2))
     expected_A, expected_b = h_gradient(data, U, v, BETA)
@@ -142,11 +126,11 @@ def test_one_pass_objective_and_h_gradient_match_the_separate_ones(hinge):
 
 
 @pytest.mark.parametrize("surrogate", ["dc", "tight"])
-@pytest.mark.parametrize("mu, groups, hinge", [(0.0, 2, "max"), (0.3, 3, "max"), (0.3, 3, "sum")])
-def test_minibatch_gradient_matches_value_and_grad(mu, groups, hinge, surrogate):
+@pytest.mark.parametrize("mu, groups", [(0.0, 2), (0.3, 3)])
+def test_minibatch_gradient_matches_value_and_grad(mu, groups, surrogate):
     """The value-free minibatch gradient (fused linear term) is the gradient of the same function."""
     X, targets, U, v, G = random_problem(6, heads=2, groups=groups)
-    problem = SubProblem(Data(X, targets, G, hinge), U, v, BETA, NU, 1e-4, mu=mu, surrogate=surrogate)
+    problem = SubProblem(Data(X, targets, G), U, v, BETA, NU, 1e-4, mu=mu, surrogate=surrogate)
     U1, v1, rows = U + 0.01, v * 1.1, torch.tensor([3, 1, 4, 1, 5, 9, 2, 6])
     _, dU, dv = problem.value_and_grad(U1, v1, rows)
     fused_dU, fused_dv = problem.gradient(U1, v1, rows)
@@ -157,12 +141,12 @@ def test_minibatch_gradient_matches_value_and_grad(mu, groups, hinge, surrogate)
 @pytest.mark.slow
 @pytest.mark.parametrize("surrogate, line_search", [("dc", False), ("tight", False), ("tight", True)])
 @pytest.mark.parametrize("solver", ["adam", "subgradient", "lbfgs"])
-@pytest.mark.parametrize("seed, groups, hinge", [(0, 2, "max"), (1, 2, "max"), (2, 3, "max"), (3, 3, "sum")])
-def test_full_batch_dca_objective_never_rises(solver, seed, groups, hinge, surrogate, line_search):
+@pytest.mark.parametrize("seed, groups", [(0, 2), (1, 2), (2, 3), (3, 3)])
+def test_full_batch_dca_objective_never_rises(solver, seed, groups, surrogate, line_search):
     X, targets, U, v, G = random_problem(seed, heads=2, m=60, groups=groups, dtype=torch.float32)
     settings = DCASettings(NU, BETA, 1e-4, 8, 0.0, make_inner_solver(solver, 60, None, 1e-4),
                            mu=0.1 * seed, surrogate=surrogate, line_search=line_search)
-    data = Data(X, targets, G, hinge)
+    data = Data(X, targets, G)
     result = run_dca(data, U, v, settings, seed=seed)
     start = full_objective(data, U, v, BETA, NU, settings.mu)
     for head, records in enumerate(result.history):
@@ -172,23 +156,21 @@ def test_full_batch_dca_objective_never_rises(solver, seed, groups, hinge, surro
             assert after <= before * (1 + 1e-6) + 1e-12
 
 
-@pytest.mark.parametrize("hinge", objective.HINGES)
 @pytest.mark.parametrize("seed", range(3))
-def test_tight_surrogate_majorises_the_objective_and_lies_below_the_dc_one(seed, hinge):
+def test_tight_surrogate_majorises_the_objective_and_lies_below_the_dc_one(seed):
     """Per sample: hinge <= tight term <= the DC split's term, with equality at the anchor."""
     X, targets, U_k, v_k, G = random_problem(seed, groups=3)
-    k = G.shape[-1] - 1 if hinge == "sum" else 1  # h counts the target score k times
     gen = torch.Generator().manual_seed(100 + seed)
     for scale in (0.0, 0.05, 0.5):
         U = U_k + scale * torch.randn(U_k.shape, generator=gen, dtype=U_k.dtype)
         v = v_k + scale * torch.rand(v_k.shape, generator=gen, dtype=v_k.dtype)
-        tight, _ = objective.tight_data_weights(X, targets, U, v, G, BETA, U_k, v_k, hinge)
-        losses = objective.hinge_losses(X, targets, U, v, G, BETA, hinge)
+        tight, _ = objective.tight_data_weights(X, targets, U, v, G, BETA, U_k, v_k)
+        losses = objective.hinge_losses(X, targets, U, v, G, BETA)
         Z, Z_k = objective.pre_activations(X, U, v), objective.pre_activations(X, U_k, v_k)
         mask = objective._group_mask(G, targets)
         h_k = (objective.smooth_relu(Z_k, BETA) * mask).sum(-1)
-        linearised_h = k * (h_k + (torch.sigmoid(BETA * Z_k) * mask * (Z - Z_k)).sum(-1))
-        dc = objective.g_terms(X, targets, U, v, G, BETA, hinge) - linearised_h
+        linearised_h = (h_k + (torch.sigmoid(BETA * Z_k) * mask * (Z - Z_k)).sum(-1))
+        dc = objective.g_terms(X, targets, U, v, G, BETA) - linearised_h
         assert torch.all(losses <= tight + 1e-10) and torch.all(tight <= dc + 1e-10)  # float64 rounding
         if scale == 0.0:
             torch.testing.assert_close(tight, losses)
@@ -196,8 +178,7 @@ def test_tight_surrogate_majorises_the_objective_and_lies_below_the_dc_one(seed,
     assert float((dc - tight).sum()) > 1e-3
 
 
-@pytest.mark.parametrize("hinge", objective.HINGES)
-def test_tight_surrogate_gradient_matches_autograd(hinge):
+def test_tight_surrogate_gradient_matches_autograd():
     X, targets, U_k, v_k, G = random_problem(8, groups=3)
     U = (U_k + 0.1).requires_grad_(True)
     v = (v_k * 0.9).requires_grad_(True)
@@ -206,22 +187,21 @@ def test_tight_surrogate_gradient_matches_autograd(hinge):
     mask = objective._group_mask(G, targets)
     linearised = ((objective.smooth_relu(Z_k, BETA) + torch.sigmoid(BETA * Z_k) * (Z - Z_k)) * mask).sum(-1)
     S = objective.smooth_relu(Z, BETA) @ G
-    rival_hinges(S.scatter(-1, targets[..., None], linearised[..., None]), targets, hinge).sum().backward()
-    _, R = objective.tight_data_weights(X, targets, U.detach(), v.detach(), G, BETA, U_k, v_k, hinge)
+    rival_hinges(S.scatter(-1, targets[..., None], linearised[..., None]), targets).sum().backward()
+    _, R = objective.tight_data_weights(X, targets, U.detach(), v.detach(), G, BETA, U_k, v_k)
     torch.testing.assert_close(X.T @ R, U.grad)
     torch.testing.assert_close(-R.sum(1), v.grad)
 
 
-@pytest.mark.parametrize("hinge", objective.HINGES)
 @pytest.mark.parametrize("groups", [2, 3])
-def test_tight_surrogate_one_group_per_atom_shortcut_gives_the_general_values(hinge, groups):
+def test_tight_surrogate_one_group_per_atom_shortcut_gives_the_general_values(groups):
     """Binary, one-vs-all and plain shared heads take a cheaper formula; it must agree with the
     general one (which mixes linearised and exact features for atoms in several groups)."""
     X, targets, U_k, v_k, G = random_problem(11, groups=groups)
     assert objective.has_one_group_per_atom(G)
     U, v = U_k + 0.2, v_k * 0.8  # away from the anchor, so that linearised and exact features differ
-    shortcut = objective.tight_data_weights(X, targets, U, v, G, BETA, U_k, v_k, hinge, one_group_per_atom=True)
-    general = objective.tight_data_weights(X, targets, U, v, G, BETA, U_k, v_k, hinge, one_group_per_atom=False)
+    shortcut = objective.tight_data_weights(X, targets, U, v, G, BETA, U_k, v_k, one_group_per_atom=True)
+    general = objective.tight_data_weights(X, targets, U, v, G, BETA, U_k, v_k, one_group_per_atom=False)
     assert float(shortcut[0].sum()) > 0 and float(shortcut[1].abs().sum()) > 0
     torch.testing.assert_close(shortcut, general)
     against = random_problem(11, groups=3)[4].clone()
@@ -369,18 +349,18 @@ def test_shared_dictionary_with_two_classes_is_the_binary_problem():
     assert shared.history_ == [{**r, "time": s["time"]} for r, s in zip(binary.history_, shared.history_)]
 
 
-@pytest.mark.parametrize("hinge", objective.HINGES)
-def test_shared_layout_gives_every_class_atoms_and_one_weight_per_atom(hinge):
+def test_shared_layout_gives_every_class_atoms_for_and_against_it_and_one_weight_per_atom():
     from lastedge.train import LASTClassifier
 
     rng = np.random.RandomState(1)
     X = rng.randn(90, 4) + np.repeat(np.eye(3, 4) * 4, 30, axis=0)
     y = np.repeat(["a", "b", "c"], 30)
-    clf = LASTClassifier(n_atoms=7, multiclass="shared", hinge=hinge, max_dca_iter=3, inner_iter=30,
+    clf = LASTClassifier(n_atoms=7, multiclass="shared", max_dca_iter=3, inner_iter=30,
                          random_state=0, verbose=0).fit(X, y)
     weights = clf.to_model().weights
     assert weights.shape == (7, 3)
-    assert np.all((weights != 0).sum(axis=1) == 1) and np.all((weights > 0).sum(axis=0) >= 2)
+    assert np.all((weights != 0).sum(axis=1) == 1)  # each atom votes for or against one class
+    assert np.all((weights > 0).sum(axis=0) >= 1) and np.all((weights < 0).sum(axis=0) >= 1)
     assert clf.score(X, y) > 0.9
     with pytest.raises(ValueError, match="n_atoms >= the number of classes"):
         LASTClassifier(n_atoms=2, multiclass="shared", verbose=0).fit(X, y)

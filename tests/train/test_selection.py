@@ -10,7 +10,7 @@ from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.datasets import make_classification
 
 from lastedge.train import LASTClassifier
-from lastedge.train.params import check_number
+from lastedge.train.params import check_value, integers
 from lastedge.train.selection import choose_mu, choose_params, holdout_split
 
 
@@ -88,7 +88,7 @@ class IntegerAtoms(ClassifierMixin, BaseEstimator):
         self.n_atoms, self.mu, self.good, self.good_mu = n_atoms, mu, good, good_mu
 
     def fit(self, X, y):
-        check_number(self, "n_atoms", integer=True, low=1)
+        check_value("n_atoms", self.n_atoms, [integers(1)])
         self.classes_ = np.unique(y)
         return self
 

@@ -106,7 +106,7 @@ def test_early_stopping_holds_out_original_rows_only(digits_data, monkeypatch):
     ({"shift_augment": -1, "image_shape": (8, 8)}, "shift_augment must be an integer >= 0, got -1"),
     ({"shift_augment": 1.5, "image_shape": (8, 8)}, "shift_augment must be an integer >= 0, got 1.5"),
     ({"shift_augment": 1, "image_shape": (4, 4)}, r"image_shape \(4, 4\) holds 16 values, but the rows have 64"),
-    ({"image_shape": (8, 8, 1)}, r"image_shape must be \(H, W\) or \(H, W, 3\), got \(8, 8, 1\)"),
+    ({"image_shape": (8, 8, 1)}, r"image_shape must be \(H, W\) or \(H, W, 3\) of integers >= 1 or None, got \(8, 8, 1\)"),
 ])
 def test_bad_augmentation_parameters_are_refused(digits_data, params, match):
     X, y = digits_data.X_train, digits_data.y_train

@@ -1,0 +1,84 @@
+"""Two controls of a ``lastedge train`` run: the hold-out grid of ``--mu A,B,...`` (each candidate
+fitted on most of the training rows, scored on the rest), and Ctrl-C, which stops a grid or a fit
+at its next stopping point and keeps the work so far."""
+
+from __future__ import annotations
+
+import contextlib
+import signal
+import sys
+import threading
+import warnings
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import numpy as np
+
+SELECTION_HOLDOUT = 0.1  # share of the training rows that judges each candidate of a --mu grid
+
+
+def choose_on_holdout(estimator: Any, grid: dict[str, list[float]], X: np.ndarray, y: np.ndarray,
+                      seed: int, monitor: Callable[[int, Any], bool | None] | None = None) -> dict[str, Any]:
+    """``{"chosen": {name: value}, "holdout_fraction", "candidates": [{name: value, ...,
+    "holdout_accuracy"}]}``: each combination of ``grid`` fitted on ``1 - SELECTION_HOLDOUT`` of the
+    rows (stratified) and scored on the rest. ``monitor`` may stop the grid after a candidate (see
+    :func:`~lastedge.train.selection.choose_params`); then ``"skipped"`` lists those not fitted."""
+    from sklearn.base import clone
+    from sklearn.exceptions import ConvergenceWarning
+    from sklearn.model_selection import ParameterGrid
+
+    from lastedge.train.selection import candidate_grid, choose_params, holdout_split
+
+    for params in ParameterGrid(grid):  # a bad value is named before any fit, not after some
+        clone(estimator).set_params(**params)._check_params()
+    if min(np.unique(y, return_counts=True)[1]) < 2:
+        raise ValueError(f"choosing {', '.join(grid)} needs a {SELECTION_HOLDOUT:.0%} hold-out with every "
+                         "class, and a class has only 1 training row")
+    with warnings.catch_warnings(), contextlib.redirect_stdout(sys.stderr):  # progress, not output
+        warnings.simplefilter("ignore", ConvergenceWarning)  # the final fit reports its own
+        best, candidates = choose_params(estimator, grid, X, y, holdout_split(SELECTION_HOLDOUT, seed),
+                                         verbose=estimator.verbose, monitor=monitor)
+    selection = {"chosen": best, "holdout_fraction": SELECTION_HOLDOUT,
+                 "candidates": [{**params, "holdout_accuracy": score} for params, score in candidates]}
+    skipped = candidate_grid(grid)[len(candidates):]
+    if skipped:
+        selection["skipped"] = skipped
+    return selection
+
+
+class StopOnInterrupt:
+    """A monitor that makes Ctrl-C stop a fit (LAST's, SGD's) or a hold-out grid at its next
+    stopping point, so that the work so far is kept rather than lost; a second Ctrl-C interrupts
+    at once. ``stopping`` is what the first Ctrl-C prints it will do."""
+
+    def __init__(self, stopping: str, verbose: int = 0):
+        self.verbose = verbose
+        self.stopping = stopping
+        self.requested = False
+        self.stopped_after: int | None = None  # the monitor's steps (DCA iterations, ...) done when it stopped
+
+    def __call__(self, iteration: int, estimator: Any) -> bool:
+        if self.requested:
+            self.stopped_after = iteration + 1  # the hook counts from 0
+        return self.requested
+
+    @contextlib.contextmanager
+    def installed(self) -> Iterator[None]:
+        """Catch SIGINT while the block runs (in the main thread only, where signals arrive)."""
+        if threading.current_thread() is not threading.main_thread():
+            yield
+            return
+        previous = signal.getsignal(signal.SIGINT) or signal.default_int_handler  # None: set outside Python
+
+        def request_stop(signum: int, frame: Any) -> None:
+            self.requested = True
+            signal.signal(signal.SIGINT, previous)
+            below_bar = "\n" if self.verbose else ""
+            print(f"{below_bar}lastedge train: {self.stopping} (Ctrl-C again to stop at once)",
+                  file=sys.stderr, flush=True)
+
+        signal.signal(signal.SIGINT, request_stop)
+        try:
+            yield
+        finally:
+            signal.signal(signal.SIGINT, previous)
