@@ -154,14 +154,16 @@ class SoftThresholdBase(ModelBackedClassifier, ClassNamePrefixFeaturesOutMixin, 
             torch.set_num_threads(threads)
             torch.set_flush_denormal(flushing)
 
-    def _prepare(self, X: np.ndarray, y_index: np.ndarray, rng: np.random.RandomState):
+    def _prepare(self, X: np.ndarray, y_index: np.ndarray, rng: np.random.RandomState,
+                 layout: tuple[np.ndarray, np.ndarray] | None = None):
         """``(Z, row_scale, targets, groups, U0, v0)``: the training rows, preprocessed and divided
         by ``row_scale`` (:func:`training_scale`, 1 for rows float32 trains on as they are), heads,
-        signs/groups and the start point on ``Z`` (numpy arrays)."""
+        signs/groups (``layout``, by default :meth:`_layout`'s) and the start point on ``Z`` (numpy
+        arrays)."""
         Z = self._preprocessed(X)
         row_scale = training_scale(Z, self.eps)
         Z = scaled_rows(Z, row_scale)
-        targets, groups = self._layout(y_index)
+        targets, groups = self._layout(y_index) if layout is None else layout
         U0, v0 = problem.initial_atoms(Z, targets, groups, rng)
         return Z, row_scale, targets, groups, U0, v0
 

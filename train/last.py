@@ -19,7 +19,7 @@ from .base import SoftThresholdBase, rescaled_mu, root_mean_square_norm
 from .dca import DCAResult, DCASettings, run_dca
 from .params import BOOLEAN, IMAGE_SHAPE, Interval, Options, integers
 from .progress import progress_bar
-from .settings import INNER_SOLVERS, SHARED_ATOMS_AGAINST, FitSettings, resolve, shares_dictionary
+from .settings import INNER_SOLVERS, FitSettings, resolve, shares_dictionary
 from .solvers import Solver, make_inner_solver, subgradient_atom_scale
 from .subproblem import Data
 from .tracking import IterationTracker, Monitor
@@ -40,8 +40,8 @@ class LASTClassifier(SoftThresholdBase):
         the atoms of the one dictionary.
     multiclass : {"ovr", "shared"}, default="ovr"
         With more than two classes: "ovr" trains one dictionary per class (the paper); "shared"
-        one dictionary whose atoms each vote for or against one class, trained on the
-        multi-class hinge plus one-vs-all's hinges: about C times cheaper on the device.
+        one for all, about C times cheaper on the device: each atom votes for one class (on
+        minibatches, half of each class's atoms vote against it, with one-vs-all's hinges added).
     preprocess : {"none", "l2", "center-l2", "standardize"}, default="l2"
         Applied to every input before training and prediction, and recorded in the model.
     mu : float, default=0.0
@@ -180,9 +180,11 @@ class LASTClassifier(SoftThresholdBase):
         if self.shift_augment and self.image_shape is None:
             raise ValueError("shift_augment needs image_shape, the (H, W) or (H, W, 3) of each row")
 
-    def _layout(self, y_index: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    def _layout(self, y_index: np.ndarray, atoms_against: float = 0.0) -> tuple[np.ndarray, np.ndarray]:
+        """``SoftThresholdBase._layout``'s heads, or one shared head in which ``atoms_against`` of
+        each class's atoms vote against it."""
         if shares_dictionary(self.multiclass, len(self.classes_)):
-            return problem.shared_layout(y_index, len(self.classes_), self.n_atoms, SHARED_ATOMS_AGAINST)
+            return problem.shared_layout(y_index, len(self.classes_), self.n_atoms, atoms_against)
         return super()._layout(y_index)
 
     def fit(self, X, y, monitor: Monitor | None = None) -> LASTClassifier:
@@ -199,9 +201,12 @@ class LASTClassifier(SoftThresholdBase):
         X, y_index, X_val, y_val = self._validation_split(X, y_index, rng)
         if self.shift_augment:
             X, y_index = shifted_copies(X, y_index, self.image_shape, int(self.shift_augment))
-        prepared = self._prepare(X, y_index, rng) if warm is None else warm.prepare(self, X, y_index)
+        settings = resolve(self, len(X), len(self.classes_))
+        if warm is None:
+            prepared = self._prepare(X, y_index, rng, self._layout(y_index, settings.atoms_against))
+        else:
+            prepared = warm.prepare(self, X, y_index)
         Z, row_scale, _, groups, _, _ = prepared
-        settings = resolve(self, len(Z), len(self.classes_))
         solver, schedule = self._inner_solver(settings, Z, warm)
         tracker = IterationTracker(self, groups, row_scale, start, X_val, y_val, monitor)
         seed = int(rng.randint(2**31 - 1)) if warm is None else warm.seed  # a warm start's run goes on

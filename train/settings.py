@@ -25,8 +25,9 @@ SHARED_FULL_BATCH_ADAM_ITER = 100
 # ``tol=None``: the paper's delta on the parameters in full batch; on minibatches the fall of the
 # objective per training row that counts as progress (scikit-learn's MLP default).
 FULL_BATCH_TOL, MINIBATCH_TOL = 1e-3, 1e-4
-# What multiclass="shared" trains with more than two classes: this share of each class's atoms
-# vote against it, and one-vs-all's binary hinges, with this weight, join the multi-class hinge.
+# What multiclass="shared" trains on minibatches (large data): this share of each class's atoms vote
+# against it, and one-vs-all's binary hinges, with this weight, join the multi-class hinge. In full
+# batch (small data) the plain multi-class hinge, every atom voting for its class, trained better.
 SHARED_ATOMS_AGAINST = 0.5
 SHARED_OVR_HINGE_WEIGHT = 1.0
 
@@ -44,6 +45,7 @@ class FitSettings:
     tol: float
     patience: int | None  # minibatch DCA iterations without progress; None: the hold-out decides
     shares_dictionary: bool  # one dictionary for every class (multiclass="shared", > 2 classes)
+    atoms_against: float  # share of each class's atoms in a shared dictionary that vote against it
     ovr_hinge_weight: float  # weight of one-vs-all's hinges in the loss (0: none)
 
 
@@ -59,9 +61,12 @@ def resolve(estimator: Any, n_samples: int, n_classes: int) -> FitSettings:
     - The line search: on with minibatches only.
     - ``tol=None``: ``FULL_BATCH_TOL`` or ``MINIBATCH_TOL``; ``early_stopping`` lets the hold-out
       score stop the fit instead of the minibatch patience.
+    - A shared dictionary on minibatches: ``SHARED_ATOMS_AGAINST`` and ``SHARED_OVR_HINGE_WEIGHT``;
+      in full batch the plain multi-class hinge.
     """
     batch = _batch_size(estimator.batch_size, n_samples)
     shares = shares_dictionary(estimator.multiclass, n_classes)
+    signed = shares and batch is not None  # the shared form with atoms against and one-vs-all's hinges
     full_batch_heads = batch is None and not shares
     solver = estimator.inner_solver
     if solver == "auto":
@@ -83,7 +88,8 @@ def resolve(estimator: Any, n_samples: int, n_classes: int) -> FitSettings:
         tol=float(estimator.tol) if estimator.tol is not None else
         FULL_BATCH_TOL if batch is None else MINIBATCH_TOL,
         patience=None if estimator.early_stopping else int(estimator.n_iter_no_change),
-        shares_dictionary=shares, ovr_hinge_weight=SHARED_OVR_HINGE_WEIGHT if shares else 0.0)
+        shares_dictionary=shares, atoms_against=SHARED_ATOMS_AGAINST if signed else 0.0,
+        ovr_hinge_weight=SHARED_OVR_HINGE_WEIGHT if signed else 0.0)
 
 
 def shares_dictionary(multiclass: str, n_classes: int) -> bool:

@@ -15,8 +15,8 @@ from .solvers import Solver
 
 @dataclass(frozen=True)
 class WarmStart:
-    """A fit's end: its iterate ``(U, v)`` on its rows divided by ``row_scale``, the atoms' groups,
-    the fitted preprocessing, and its solver, whose minibatch Adam carries its moments and step
+    """A fit's end: its iterate ``(U, v)`` on its rows divided by ``row_scale``, the atoms' groups
+    (which the next fits keep), the fitted preprocessing, and its solver, whose minibatch Adam carries its moments and step
     when the next fit's schedule is the same (step trials re-run from a nearly optimal point shrink
     the step and stall DCA, see ``solvers._AdamMemory``)."""
 

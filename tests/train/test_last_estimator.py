@@ -18,7 +18,7 @@ from lastedge.train.base import available_accelerator, flushes_denormals, thread
 
 FAST_LAST = dict(n_atoms=4, max_dca_iter=2, inner_iter=30, verbose=0, random_state=0)
 FAST_SGD = dict(n_atoms=4, max_iter=100, step_sizes=(0.1,), verbose=0, random_state=0)
-# one dictionary of 8 atoms for up to 4 classes (the checks' data), half of them voting against one
+# one dictionary of 8 atoms for up to 4 classes (the checks' data)
 FAST_SHARED = {**FAST_LAST, "n_atoms": 8, "multiclass": "shared"}
 
 

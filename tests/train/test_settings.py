@@ -6,8 +6,8 @@ from __future__ import annotations
 import pytest
 
 from lastedge.train import LASTClassifier
-from lastedge.train.settings import (FULL_BATCH_LIMIT, MINIBATCH_SIZE, SHARED_OVR_HINGE_WEIGHT, FitSettings,
-                                     resolve)
+from lastedge.train.settings import (FULL_BATCH_LIMIT, MINIBATCH_SIZE, SHARED_ATOMS_AGAINST,
+                                     SHARED_OVR_HINGE_WEIGHT, FitSettings, resolve)
 
 FAST_LAST = dict(n_atoms=4, max_dca_iter=2, inner_iter=30, verbose=0, random_state=0)
 
@@ -64,11 +64,15 @@ def test_tol_and_patience(params, tol, patience):
     assert (settings.tol, settings.patience) == (tol, patience)
 
 
-@pytest.mark.parametrize("n_classes, multiclass, shares, weight", [
-    (3, "shared", True, SHARED_OVR_HINGE_WEIGHT), (2, "shared", False, 0.0), (3, "ovr", False, 0.0)])
-def test_only_a_shared_dictionary_adds_one_vs_all_hinges(n_classes, multiclass, shares, weight):
-    settings = resolved(n_classes=n_classes, multiclass=multiclass)
-    assert (settings.shares_dictionary, settings.ovr_hinge_weight) == (shares, weight)
+@pytest.mark.parametrize("n_classes, multiclass, batch_size, shares, against, weight", [
+    (3, "shared", 16, True, SHARED_ATOMS_AGAINST, SHARED_OVR_HINGE_WEIGHT),  # on minibatches
+    (3, "shared", None, True, 0.0, 0.0),  # in full batch: the plain multi-class hinge
+    (2, "shared", 16, False, 0.0, 0.0),  # two classes: one binary head
+    (3, "ovr", 16, False, 0.0, 0.0)])
+def test_a_shared_dictionary_on_minibatches_votes_against_classes_with_one_vs_all_hinges(
+        n_classes, multiclass, batch_size, shares, against, weight):
+    settings = resolved(n_classes=n_classes, multiclass=multiclass, batch_size=batch_size)
+    assert (settings.shares_dictionary, settings.atoms_against, settings.ovr_hinge_weight) == (shares, against, weight)
 
 
 def test_step_sizes_are_passed_as_a_tuple():
@@ -95,7 +99,7 @@ def handed_to_dca(monkeypatch, small_blobs, n_classes: int, params: dict):
 
 @pytest.mark.parametrize("n_classes, params", [
     (3, {"inner_iter": None}), (3, {"multiclass": "shared", "inner_iter": None}), (2, {"mu": 1.0}),
-    (3, {"batch_size": 16, "tol": 0.01, "early_stopping": True}),
+    (3, {"batch_size": 16, "tol": 0.01, "early_stopping": True}), (3, {"multiclass": "shared", "batch_size": 16}),
 ])
 def test_fit_runs_dca_with_the_resolved_settings(monkeypatch, small_blobs, n_classes, params):
     dca, data = handed_to_dca(monkeypatch, small_blobs, n_classes, params)
@@ -107,6 +111,8 @@ def test_fit_runs_dca_with_the_resolved_settings(monkeypatch, small_blobs, n_cla
     assert (dca.tol, dca.surrogate, dca.line_search, dca.n_iter_no_change) == (
         settings.tol, settings.surrogate, settings.line_search, settings.patience)
     assert data.ovr_weight == settings.ovr_hinge_weight
+    against = bool((data.groups.sum(-1) > 1).any())  # an atom voting against a class is in every other group
+    assert against == (settings.atoms_against > 0)
 
 
 def test_minibatches_of_500_rows_from_the_full_batch_limit(monkeypatch, small_blobs):

@@ -148,8 +148,8 @@ def test_estimator_stores_negative_weights_on_the_class_an_atom_votes_against():
     rng = np.random.RandomState(1)
     X = rng.randn(120, 4) + np.repeat(np.eye(3, 4) * 4, 40, axis=0)
     y = np.repeat(["a", "b", "c"], 40)
-    clf = LASTClassifier(n_atoms=12, multiclass="shared", max_dca_iter=4, inner_iter=40, random_state=0,
-                         verbose=0).fit(X, y)
+    clf = LASTClassifier(n_atoms=12, multiclass="shared", batch_size=40, max_dca_iter=4, inner_iter=40,
+                         random_state=0, verbose=0).fit(X, y)  # on minibatches: atoms against
     weights = clf.to_model().weights
     assert weights.shape == (12, 3) and np.all((weights != 0).sum(axis=1) == 1)
     assert (weights < 0).sum(axis=0).tolist() == [2, 2, 2] and (weights > 0).sum(axis=0).tolist() == [2, 2, 2]

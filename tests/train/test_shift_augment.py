@@ -90,9 +90,9 @@ def test_early_stopping_holds_out_original_rows_only(digits_data, monkeypatch):
     seen = {}
     original = LASTClassifier._prepare
 
-    def spy(self, X_fit, y_index, rng):
+    def spy(self, X_fit, y_index, rng, *layout):
         seen["fit_rows"] = len(X_fit)
-        return original(self, X_fit, y_index, rng)
+        return original(self, X_fit, y_index, rng, *layout)
 
     monkeypatch.setattr(LASTClassifier, "_prepare", spy)
     clf = LASTClassifier(**FAST_LAST, shift_augment=1, image_shape=(8, 8), early_stopping=True,
