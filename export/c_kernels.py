@@ -1,0 +1,160 @@
+"""The fixed C99 code of the exported C model: its kernels, written once here and filled in by ``c``.
+
+Every function is ``static`` (the generated source has one external name per entry point, all
+under the model's prefix) and defined C99: no shift of a negative number, no signed overflow,
+no conversion of an out-of-range value, no libm. The int8 kernels read their weights in the
+layout of :func:`pack_dictionary`, which serves both the portable loop and the DSP extension's
+SMLAD (two 16-bit MACs per instruction, compiled in with ``-DLASTEDGE_DSP`` on a core that has
+it): four atoms at a time, so each input is loaded once per four MACs.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+BLOCK_ATOMS = 4  # atoms one pass of the hidden-layer loop computes
+BLOCK_INPUTS = 8  # inputs one iteration of that loop reads (two groups of four)
+
+# A float's square root, correctly rounded (as IEEE sqrt and numpy's), from integers alone: the
+# bit-by-bit root of a 50-bit integer holding the significand, rounded to nearest (a square
+# root is never exactly halfway between two floats, so the next bit decides).
+SQRT = r"""
+static float root(float a) /* a >= 0 and finite */
+{
+    union { float f; uint32_t u; } v;
+    uint32_t m;
+    int32_t e;
+    uint64_t n, q = 0, bit = (uint64_t)1 << 48;
+    v.f = a;
+    if ((v.u & 0x7FFFFFFFu) == 0) return 0.0f;
+    m = v.u & 0x7FFFFFu;
+    e = (int32_t)(v.u >> 23) - 150; /* a = m * 2^e */
+    if (e == -150) {
+        e = -149;
+        while (m < 0x800000u) { m <<= 1; --e; }
+    } else {
+        m |= 0x800000u;
+    }
+    /* n = m * 2^s in [2^48, 2^50) with e - s even, so sqrt(a) = sqrt(n) * 2^((e - s) / 2) */
+    if ((e + 1025) % 2 == 0) { n = (uint64_t)m << 25; e -= 25; } else { n = (uint64_t)m << 26; e -= 26; }
+    while (bit != 0) {
+        if (n >= q + bit) { n -= q + bit; q = (q >> 1) + bit; } else { q >>= 1; }
+        bit >>= 2;
+    }
+    /* q = floor(sqrt(n)) in [2^24, 2^25): 24 significant bits and the rounding bit */
+    q = (q >> 1) + (q & 1u);
+    e = e / 2 + 1;
+    if (q == 0x1000000u) { q >>= 1; ++e; }
+    v.u = ((uint32_t)(e + 150) << 23) | ((uint32_t)q & 0x7FFFFFu);
+    return v.f;
+}
+"""
+
+# A float already divided by the input scale, to int8: rounded half to even (numpy.round) and
+# saturated. The clamp first keeps the conversion defined for any value, NaN too.
+QUANTIZE = r"""
+static int8_t quantize(float v)
+{
+    int32_t t;
+    float f;
+    if (!(v <= 256.0f)) v = 256.0f;
+    if (v < -256.0f) v = -256.0f;
+    t = (int32_t)v;
+    f = v - (float)t;
+    if (f > 0.5f || (f == 0.5f && t % 2 != 0)) ++t;
+    else if (f < -0.5f || (f == -0.5f && t % 2 != 0)) --t;
+    t += INPUT_ZERO_POINT;
+    return (int8_t)(t < -128 ? -128 : t > 127 ? 127 : t);
+}
+"""
+
+# The hidden layer, fused with the output layer: for each block of four atoms the int32
+# accumulators (TFLite's bias plus sum of (q_x - z_x) * q_d), requantised to int8 features (one
+# rounding, half up: floor((acc * M + 2^(t-1)) / 2^t) with t = 31 - shift, the floor taken on
+# the value offset by 2^63 so no negative number is shifted), and each feature above the ReLU's
+# zero added into the scores with its row of output weights. Zero features cost nothing.
+INT8_CORE = r"""
+#if defined(LASTEDGE_DSP)
+#if !defined(__ARM_FEATURE_DSP)
+#error "LASTEDGE_DSP needs a core with the DSP extension (e.g. Cortex-M4, M7, M33)"
+#endif
+#include <arm_acle.h>
+#include <string.h>
+static int32_t four_macs(uint32_t w, int32_t x01, int32_t x23, int32_t acc)
+{
+    int32_t high;
+    __asm__("sxtb16 %0, %1, ror #8" : "=r"(high) : "r"(w)); /* weights 1 and 3, one instruction */
+    return __smlad(high, x23, __smlad(__sxtb16((int8x4_t)w), x01, acc));
+}
+#define GROUP(xo, wo) do { \
+        int32_t x01, x23; uint32_t w0, w1, w2, w3; \
+        memcpy(&x01, x + (xo), 4); memcpy(&x23, x + (xo) + 2, 4); \
+        memcpy(&w0, d + (wo), 4); memcpy(&w1, d + (wo) + 4, 4); \
+        memcpy(&w2, d + (wo) + 8, 4); memcpy(&w3, d + (wo) + 12, 4); \
+        a0 = four_macs(w0, x01, x23, a0); a1 = four_macs(w1, x01, x23, a1); \
+        a2 = four_macs(w2, x01, x23, a2); a3 = four_macs(w3, x01, x23, a3); \
+    } while (0)
+#define STEP 4 /* inputs an iteration reads: more would spill the accumulators */
+#define GROUPS GROUP(0, 0)
+#else
+#define INPUT(xo, wo) do { \
+        const int32_t v = x[(xo)]; \
+        a0 += v * d[(wo)]; a1 += v * d[(wo) + 4]; a2 += v * d[(wo) + 8]; a3 += v * d[(wo) + 12]; \
+    } while (0)
+#define GROUP(xo, wo) do { \
+        INPUT((xo), (wo)); INPUT((xo) + 2, (wo) + 1); INPUT((xo) + 1, (wo) + 2); INPUT((xo) + 3, (wo) + 3); \
+    } while (0)
+#define STEP 8
+#define GROUPS GROUP(0, 0); GROUP(4, 16)
+#endif
+
+static int64_t floor_shift(int64_t v, int t) /* floor(v / 2^t), 1 <= t <= 62, |v| < 2^62 */
+{
+    return (int64_t)(((uint64_t)v + ((uint64_t)1 << 63)) >> t) - ((int64_t)1 << (63 - t));
+}
+
+static void add_feature(int atom, int32_t acc, int32_t *scores)
+{
+    const int t = 31 - HIDDEN_SHIFT;
+    const int64_t r = floor_shift((int64_t)acc * HIDDEN_MULTIPLIER + ((int64_t)1 << (t - 1)), t);
+    /* the int8 feature minus its zero point, 0 (the ReLU) .. 127 - z_f; padding atoms give 0 */
+    const int32_t f = r <= 0 ? 0 : r >= 127 - FEATURE_ZERO_POINT ? 127 - FEATURE_ZERO_POINT : (int32_t)r;
+    if (f != 0) {
+        const int8_t *w = output_weights + atom * N_OUTPUTS;
+        int c;
+        for (c = 0; c < N_OUTPUTS; ++c) scores[c] += f * w[c];
+    }
+}
+
+static void core(const int16_t *input, int32_t *scores)
+{
+    const int8_t *d = dictionary;
+    int atom, c;
+    for (c = 0; c < N_OUTPUTS; ++c) scores[c] = output_bias[c];
+    for (atom = 0; atom < N_ATOMS; atom += 4) {
+        int32_t a0 = hidden_bias[atom], a1 = hidden_bias[atom + 1];
+        int32_t a2 = hidden_bias[atom + 2], a3 = hidden_bias[atom + 3];
+        const int16_t *x = input, *const end = input + N_INPUT;
+        for (; x != end; x += STEP, d += 4 * STEP) {
+            GROUPS;
+        }
+        add_feature(atom, a0, scores);
+        add_feature(atom + 1, a1, scores);
+        add_feature(atom + 2, a2, scores);
+        add_feature(atom + 3, a3, scores);
+    }
+}
+"""
+
+
+def pack_dictionary(q: np.ndarray) -> np.ndarray:
+    """The int8 dictionary [atoms, features] in the kernels' order, flat: atoms in blocks of
+    ``BLOCK_ATOMS`` (the last block filled with zero atoms), features padded with zeros to a
+    multiple of ``BLOCK_INPUTS``; per block, per group of four inputs, per atom, four bytes in
+    the order (x0, x2, x1, x3) that SXTB16 and SMLAD pair with the inputs (x0, x1) and (x2, x3)."""
+    atoms, features = q.shape
+    padded = np.zeros((-(-atoms // BLOCK_ATOMS) * BLOCK_ATOMS,
+                       -(-features // BLOCK_INPUTS) * BLOCK_INPUTS), np.int8)
+    padded[:atoms, :features] = q
+    blocks = padded.reshape(-1, BLOCK_ATOMS, padded.shape[1] // 4, 4)[..., [0, 2, 1, 3]]
+    return blocks.transpose(0, 2, 1, 3).reshape(-1)
