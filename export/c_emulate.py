@@ -133,7 +133,94 @@ def host_lines(c_model: Any, X: np.ndarray) -> list[str]:
 
 
 def sizes(obj: Path) -> dict[str, int]:
-    """``arm-none-eabi-size`` of an object file or ELF: text (code and constants), data, bss."""
-    out = subprocess.run(["arm-none-eabi-size", str(obj)], capture_output=True, text=True, check=True)
-    text, data, bss = (int(v) for v in out.stdout.splitlines()[1].split()[:3])
-    return {"text": text, "data": data, "bss": bss}
+    """An object file's or ELF's bytes by kind (``arm-none-eabi-size -A``): ``code`` (.text),
+    ``constants`` (.rodata), both in flash; ``data`` (flash and RAM), ``bss`` (RAM)."""
+    out = subprocess.run(["arm-none-eabi-size", "-A", str(obj)], capture_output=True, text=True,
+                         check=True).stdout
+    totals = dict.fromkeys(("code", "constants", "data", "bss"), 0)
+    kinds = {".text": "code", ".rodata": "constants", ".data": "data", ".bss": "bss"}
+    for line in out.splitlines():
+        parts = line.split()
+        if len(parts) == 3 and parts[1].isdigit():
+            kind = next((k for prefix, k in kinds.items()
+                         if parts[0] == prefix or parts[0].startswith(prefix + ".")), None)
+            if kind is not None:
+                totals[kind] += int(parts[1])
+    return totals
+
+
+def _symbols(elf: Path) -> dict[str, int]:
+    out = subprocess.run(["arm-none-eabi-nm", str(elf)], capture_output=True, text=True, check=True)
+    return {name: int(address, 16) for address, _, name in
+            (line.split() for line in out.stdout.splitlines() if len(line.split()) == 3)}
+
+
+UNICORN_CPUS = {"cortex-m4": "UC_CPU_ARM_CORTEX_M4", "cortex-m3": "UC_CPU_ARM_CORTEX_M3",
+                "cortex-m0": "UC_CPU_ARM_CORTEX_M0"}
+RAM, RETURN = 0x20000000, 0x003FFF00  # where arguments and the stack go; a stop address in flash
+
+
+def count_instructions(elf: Path, core: Core, function: str, *buffers: bytes) -> tuple[int, int]:
+    """The instructions one call ``function(buffer_0, ..., out)`` executes in the ``unicorn``
+    emulator (each argument a pointer to a copy of its buffer, then one to 4 kB of output), and
+    its return value. Instructions in a Thumb-2 IT block whose condition fails are not counted
+    (unicorn skips them): a count can be a little low on M3/M4 code, never on M0 code."""
+    try:
+        import unicorn
+        from unicorn import arm_const
+    except ImportError:
+        raise ImportError("counting instructions needs the unicorn emulator: pip install unicorn") from None
+    image = Path(elf).with_suffix(".bin")
+    subprocess.run(["arm-none-eabi-objcopy", "-O", "binary", "-j", ".text", str(elf), str(image)],
+                   check=True)
+    emulator = unicorn.Uc(unicorn.UC_ARCH_ARM, unicorn.UC_MODE_THUMB | unicorn.UC_MODE_MCLASS)
+    emulator.ctl_set_cpu_model(getattr(arm_const, UNICORN_CPUS[core.name]))
+    emulator.mem_map(0, 4 << 20)
+    emulator.mem_write(0, image.read_bytes())
+    emulator.mem_map(RAM, 1 << 20)
+    for index, data in enumerate((*buffers, bytes(4096))):
+        address = RAM + 0x80000 + index * 0x10000
+        emulator.mem_write(address, data)
+        emulator.reg_write(arm_const.UC_ARM_REG_R0 + index, address)
+    emulator.reg_write(arm_const.UC_ARM_REG_SP, RAM + 0x70000)
+    emulator.reg_write(arm_const.UC_ARM_REG_LR, RETURN | 1)
+    count = [0]
+
+    def tick(*_: Any) -> None:
+        count[0] += 1
+
+    emulator.hook_add(unicorn.UC_HOOK_CODE, tick)
+    emulator.emu_start(_symbols(elf)[function] | 1, RETURN)
+    return count[0], emulator.reg_read(arm_const.UC_ARM_REG_R0)
+
+
+def check_on_core(c_model: Any, X: np.ndarray, core: Core, folder: Path, *, dsp: bool = False,
+                  count_rows: int = 4) -> dict[str, Any]:
+    """Build ``c_model`` (a ``c.CModel``, prefix "lastedge") with ``examples/mcu`` for ``core``,
+    run it under QEMU on rows ``X``, compare every result with the host's bit for bit, and
+    measure it: flash and RAM of the model alone (its object file; RAM is the stack high-water
+    of one prediction, the model holding no data or bss), and the instructions of
+    ``lastedge_predict`` (and, int8, of the integer ``lastedge_scores_q``) averaged over the
+    first ``count_rows`` rows. ``folder`` keeps the project and the build."""
+    X = np.asarray(X, np.float32)
+    project = write_project(c_model, X, folder / "model")
+    run = build_and_run(core, project, folder / f"{core.name}{'-dsp' if dsp else ''}", dsp)
+    model_bytes = sizes(run.model_object)
+    rows = X[:count_rows]
+    predict = [count_instructions(run.elf, core, "lastedge_predict", row.tobytes())[0] for row in rows]
+    macs = c_model.model.macs_per_sample
+    figures = {
+        "core": core.name, "dsp": dsp, "precision": "fp32" if c_model.graph is None else "int8",
+        "rows": len(X), "identical_to_host": run.differ == 0 and run.lines == host_lines(c_model, X),
+        "flash_code": model_bytes["code"], "flash_constants": model_bytes["constants"] + model_bytes["data"],
+        "ram_static": model_bytes["data"] + model_bytes["bss"], "stack": run.stack,
+        "macs": macs, "instructions_predict": float(np.mean(predict)),
+    }
+    figures["flash"] = figures["flash_code"] + figures["flash_constants"]
+    figures["instructions_per_mac"] = figures["instructions_predict"] / macs
+    if c_model.graph is not None:
+        levels = run_c(c_model, rows)["q"]
+        integer = [count_instructions(run.elf, core, "lastedge_scores_q", q.tobytes())[0] for q in levels]
+        figures["instructions_integer"] = float(np.mean(integer))
+        figures["integer_per_mac"] = figures["instructions_integer"] / macs
+    return figures

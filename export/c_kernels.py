@@ -12,19 +12,22 @@ from __future__ import annotations
 
 import numpy as np
 
+from .int8_reference import INT32_MAX, INT32_MIN, requantize
+
 BLOCK_ATOMS = 4  # atoms one pass of the hidden-layer loop computes
 BLOCK_INPUTS = 8  # inputs one iteration of that loop reads (two groups of four)
 
-# A float's square root, correctly rounded (as IEEE sqrt and numpy's), from integers alone: the
-# bit-by-bit root of a 50-bit integer holding the significand, rounded to nearest (a square
-# root is never exactly halfway between two floats, so the next bit decides).
+# A float's square root, correctly rounded (as IEEE sqrt and numpy's), from 32-bit integers
+# alone: the digit-by-digit root of the significand shifted to 50 bits, two bits at a time (the
+# remainder stays below 2^27), rounded to nearest by the 25th bit (a square root is never
+# exactly halfway between two floats).
 SQRT = r"""
 static float root(float a) /* a >= 0 and finite */
 {
     union { float f; uint32_t u; } v;
-    uint32_t m;
+    uint32_t m, q = 0, r = 0;
     int32_t e;
-    uint64_t n, q = 0, bit = (uint64_t)1 << 48;
+    int i, j;
     v.f = a;
     if ((v.u & 0x7FFFFFFFu) == 0) return 0.0f;
     m = v.u & 0x7FFFFFu;
@@ -35,35 +38,45 @@ static float root(float a) /* a >= 0 and finite */
     } else {
         m |= 0x800000u;
     }
-    /* n = m * 2^s in [2^48, 2^50) with e - s even, so sqrt(a) = sqrt(n) * 2^((e - s) / 2) */
-    if ((e + 1025) % 2 == 0) { n = (uint64_t)m << 25; e -= 25; } else { n = (uint64_t)m << 26; e -= 26; }
-    while (bit != 0) {
-        if (n >= q + bit) { n -= q + bit; q = (q >> 1) + bit; } else { q >>= 1; }
-        bit >>= 2;
+    /* n = m * 2^(2j) (m doubled when e is odd) in [2^48, 2^50): sqrt(a) = sqrt(n) * 2^((e - 2j) / 2) */
+    if ((e + 1025) % 2 == 0) { m <<= 1; --e; j = 12; } else { j = 13; }
+    e -= 2 * j;
+    for (i = 24; i >= 0; --i) { /* q = floor(sqrt(n)) in [2^24, 2^25), r = n - q^2 so far */
+        const uint32_t trial = (q << 2) | 1u;
+        r = (r << 2) | (i >= j ? (m >> (2 * (i - j))) & 3u : 0u);
+        if (r >= trial) { r -= trial; q = (q << 1) | 1u; } else { q <<= 1; }
     }
-    /* q = floor(sqrt(n)) in [2^24, 2^25): 24 significant bits and the rounding bit */
-    q = (q >> 1) + (q & 1u);
+    q = (q >> 1) + (q & 1u); /* 24 significant bits, rounded */
     e = e / 2 + 1;
     if (q == 0x1000000u) { q >>= 1; ++e; }
-    v.u = ((uint32_t)(e + 150) << 23) | ((uint32_t)q & 0x7FFFFFu);
+    v.u = ((uint32_t)(e + 150) << 23) | (q & 0x7FFFFFu);
     return v.f;
 }
 """
 
 # A float already divided by the input scale, to int8: rounded half to even (numpy.round) and
-# saturated. The clamp first keeps the conversion defined for any value, NaN too.
+# saturated, from its bits alone (a handful of integer operations, no float arithmetic: on cores
+# without an FPU a float comparison is a library call).
 QUANTIZE = r"""
-static int8_t quantize(float v)
+static int8_t quantize(float value)
 {
+    union { float f; uint32_t u; } v;
+    uint32_t magnitude;
     int32_t t;
-    float f;
-    if (!(v <= 256.0f)) v = 256.0f;
-    if (v < -256.0f) v = -256.0f;
-    t = (int32_t)v;
-    f = v - (float)t;
-    if (f > 0.5f || (f == 0.5f && t % 2 != 0)) ++t;
-    else if (f < -0.5f || (f == -0.5f && t % 2 != 0)) --t;
-    t += INPUT_ZERO_POINT;
+    v.f = value;
+    magnitude = v.u & 0x7FFFFFFFu;
+    if (magnitude >= 0x43800000u) { /* |value| >= 256, infinite or NaN: saturates */
+        t = 256;
+    } else if (magnitude < 0x3F000000u) { /* |value| < 0.5 */
+        t = 0;
+    } else { /* |value| = m * 2^-s with m in [2^23, 2^24) and s in 16..24 */
+        const uint32_t m = (magnitude & 0x7FFFFFu) | 0x800000u;
+        const int s = 150 - (int)(magnitude >> 23);
+        const uint32_t rest = m & ((1u << s) - 1u), half = 1u << (s - 1);
+        t = (int32_t)(m >> s);
+        if (rest > half || (rest == half && (t & 1))) ++t;
+    }
+    t = (v.u >> 31 ? -t : t) + INPUT_ZERO_POINT;
     return (int8_t)(t < -128 ? -128 : t > 127 ? 127 : t);
 }
 """
@@ -72,7 +85,8 @@ static int8_t quantize(float v)
 # accumulators (TFLite's bias plus sum of (q_x - z_x) * q_d), requantised to int8 features (one
 # rounding, half up: floor((acc * M + 2^(t-1)) / 2^t) with t = 31 - shift, the floor taken on
 # the value offset by 2^63 so no negative number is shifted), and each feature above the ReLU's
-# zero added into the scores with its row of output weights. Zero features cost nothing.
+# zero added into the scores with its row of output weights. Zero features (accumulators up to
+# ZERO_UP_TO, see zero_up_to) cost a comparison.
 INT8_CORE = r"""
 #if defined(LASTEDGE_DSP)
 #if !defined(__ARM_FEATURE_DSP)
@@ -138,10 +152,10 @@ static void core(const int16_t *input, int32_t *scores)
         for (; x != end; x += STEP, d += 4 * STEP) {
             GROUPS;
         }
-        add_feature(atom, a0, scores);
-        add_feature(atom + 1, a1, scores);
-        add_feature(atom + 2, a2, scores);
-        add_feature(atom + 3, a3, scores);
+        if (a0 > ZERO_UP_TO) add_feature(atom, a0, scores);
+        if (a1 > ZERO_UP_TO) add_feature(atom + 1, a1, scores);
+        if (a2 > ZERO_UP_TO) add_feature(atom + 2, a2, scores);
+        if (a3 > ZERO_UP_TO) add_feature(atom + 3, a3, scores);
     }
 }
 """
@@ -158,3 +172,15 @@ def pack_dictionary(q: np.ndarray) -> np.ndarray:
     padded[:atoms, :features] = q
     blocks = padded.reshape(-1, BLOCK_ATOMS, padded.shape[1] // 4, 4)[..., [0, 2, 1, 3]]
     return blocks.transpose(0, 2, 1, 3).reshape(-1)
+
+
+def zero_up_to(multiplier: int, shift: int) -> int:
+    """The largest int32 accumulator that the requantisation maps to 0 or below (a zero feature
+    after the ReLU): it is monotonic in the accumulator, so a bisection finds the boundary."""
+    low, high = INT32_MIN, INT32_MAX  # requantize(low) <= 0 always holds for low = INT32_MIN
+    if requantize(high, multiplier, shift) <= 0:
+        return high
+    while high - low > 1:
+        middle = (low + high) // 2
+        low, high = (middle, high) if requantize(middle, multiplier, shift) <= 0 else (low, middle)
+    return low

@@ -5,9 +5,10 @@ is added, as C99 compilers do under ``-ffp-contract=off``, their default under `
 ``v_i = preprocess(x)_i * gain``: the model's preprocessing times 1 (fp32) or times the inverse
 input scale (int8, so that ``v`` rounds to the int8 level), with the inverse scales folded into
 one multiplication per feature. So the int8 C model's input levels are those of
-:func:`preprocessed` rounded, bit for bit. l2 rows are first scaled by a power of two (exact)
-that brings their largest magnitude into ``[2**-32, 2**32)``, so their sum of squares neither
-overflows nor underflows for any finite input; the square root is :data:`c_kernels.SQRT`.
+:func:`preprocessed` rounded, bit for bit. l2 rows are first scaled by a power of two (one product,
+exact but for subnormal results) that brings their largest magnitude into ``[2**-32, 2**32)``
+(at least ``2**-53`` for the smallest subnormal rows), so their sum of squares neither overflows
+nor underflows for any finite input; the square root is :data:`c_kernels.SQRT`.
 """
 
 from __future__ import annotations
@@ -16,38 +17,32 @@ import numpy as np
 
 from lastedge.runtime import Model
 
-STEP = np.float32(2.0 ** 32)  # the scaling of l2 rows, one power of two at a time
-
-SCALED = r"""
-static float scaled(float v, int k) /* v * 2^(-32 k): exact but for subnormal results */
-{
-    for (; k > 0; --k) v *= 0x1p-32f;
-    for (; k < 0; ++k) v *= 0x1p32f;
-    return v;
-}
-"""
+STEP = np.float32(2.0 ** 32)  # the scaling of l2 rows, a power of two at a time
 
 L2 = r"""
 static void preprocess(const float *x, SAMPLE *out)
 {
-    float peak = 0.0f, mean = 0.0f, sum = 0.0f, r;
-    int i, k = 0;
-    for (i = 0; i < N_FEATURES; ++i) {
-        const float a = x[i] < 0.0f ? -x[i] : x[i];
-        if (a > peak) peak = a;
+    union { float f; uint32_t u; } peak, v;
+    float scale = 1.0f, mean = 0.0f, sum = 0.0f, r;
+    int i;
+    peak.u = 0;
+    for (i = 0; i < N_FEATURES; ++i) { /* the largest magnitude, compared as integers */
+        v.f = x[i];
+        v.u &= 0x7FFFFFFFu;
+        if (v.u > peak.u) peak.u = v.u;
     }
-    for (; peak >= 0x1p32f; peak *= 0x1p-32f) ++k;
-    for (; peak > 0.0f && peak < 0x1p-32f; peak *= 0x1p32f) --k;
+    for (; peak.f >= 0x1p32f; peak.f *= 0x1p-32f) scale *= 0x1p-32f;
+    for (; peak.f > 0.0f && peak.f < 0x1p-32f && scale < 0x1p96f; peak.f *= 0x1p32f) scale *= 0x1p32f;
 CENTER    for (i = 0; i < N_FEATURES; ++i) {
-        const float c = scaled(x[i], k) - mean;
+        const float c = x[i] * scale - mean;
         sum += c * c;
     }
     r = sum > 0.0f ? INPUT_GAIN / root(sum) : 0.0f;
-    for (i = 0; i < N_FEATURES; ++i) out[i] = STORE((scaled(x[i], k) - mean) * r);
+    for (i = 0; i < N_FEATURES; ++i) out[i] = STORE((x[i] * scale - mean) * r);
 }
 """
 
-CENTER = """    for (i = 0; i < N_FEATURES; ++i) sum += scaled(x[i], k);
+CENTER = """    for (i = 0; i < N_FEATURES; ++i) sum += x[i] * scale;
     mean = sum / (float)N_FEATURES;
     sum = 0.0f;
 """
@@ -75,21 +70,10 @@ def c_code(model: Model, fp32: bool) -> str:
     ``offset``/``gain`` arrays (standardize) defined by the caller."""
     kind = model.preprocess.kind
     if kind in ("l2", "center-l2"):
-        return SCALED + L2.replace("CENTER", CENTER if kind == "center-l2" else "")
+        return L2.replace("CENTER", CENTER if kind == "center-l2" else "")
     value = {"none": "x[i]" if fp32 else "x[i] * INPUT_GAIN",
              "standardize": "(x[i] - offset[i]) * gain[i]"}[kind]
     return PER_FEATURE.replace("VALUE", value)
-
-
-def _scaled(X: np.ndarray, k: np.ndarray) -> np.ndarray:
-    """Each row times ``2 ** (-32 k)``, one power of two at a time as the C does."""
-    X = X.copy()
-    for _ in range(int(np.abs(k).max(initial=0))):
-        down, up = k > 0, k < 0
-        X[down] *= 1 / STEP
-        X[up] *= STEP
-        k = k - down + up
-    return X
 
 
 def _sequential_sum(X: np.ndarray) -> np.ndarray:
@@ -103,21 +87,25 @@ def _sequential_sum(X: np.ndarray) -> np.ndarray:
 def preprocessed(model: Model, X: np.ndarray, gain: np.ndarray) -> np.ndarray:
     """What the C's ``preprocess`` stores for float32 rows ``X`` (before any rounding to int8),
     with ``gain`` from :func:`gains`."""
-    X = np.asarray(X, np.float32)
+    with np.errstate(over="ignore"):  # values beyond float32 become inf and saturate, in C too
+        return _preprocessed(model, np.asarray(X, np.float32), gain)
+
+
+def _preprocessed(model: Model, X: np.ndarray, gain: np.ndarray) -> np.ndarray:
     kind = model.preprocess.kind
     if kind == "none":
         return X * gain[0] if gain[0] != 1 else X.copy()
     if kind == "standardize":
         return (X - model.preprocess.mean) * gain
     peak = np.abs(X).max(axis=1)
-    k = np.zeros(len(X), np.int64)
+    scale = np.ones(len(X), np.float32)
     while np.any(big := peak >= STEP):
         peak[big] /= STEP
-        k += big
-    while np.any(small := (peak > 0) & (peak < 1 / STEP)):
+        scale[big] /= STEP
+    while np.any(small := (peak > 0) & (peak < 1 / STEP) & (scale < STEP ** 3)):
         peak[small] *= STEP
-        k -= small
-    S = _scaled(X, k)
+        scale[small] *= STEP
+    S = X * scale[:, None]
     mean = np.zeros(len(X), np.float32)
     if kind == "center-l2":
         mean = _sequential_sum(S) / np.float32(X.shape[1])

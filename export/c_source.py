@@ -183,7 +183,8 @@ def _constants(model: Model, graph: Int8Graph | None) -> tuple[dict[str, Any], l
     defines.update(N_INPUT=-(-model.n_features // c_kernels.BLOCK_INPUTS) * c_kernels.BLOCK_INPUTS,
                    INPUT_ZERO_POINT=f"({graph.input_zero_point})",
                    FEATURE_ZERO_POINT=f"({graph.feature_zero_point})",
-                   HIDDEN_MULTIPLIER=graph.hidden_multiplier, HIDDEN_SHIFT=f"({graph.hidden_shift})")
+                   HIDDEN_MULTIPLIER=graph.hidden_multiplier, HIDDEN_SHIFT=f"({graph.hidden_shift})",
+                   ZERO_UP_TO=c_kernels.zero_up_to(graph.hidden_multiplier, graph.hidden_shift))
     hidden_bias = np.zeros(blocks, np.int64)
     hidden_bias[:model.n_atoms] = graph.hidden_bias
     arrays += [_array("int8_t", "dictionary", c_kernels.pack_dictionary(graph.dictionary)),

@@ -37,6 +37,15 @@ int main(void)
         uint32_t bits[LASTEDGE_N_OUTPUTS];
         const int label = lastedge_predict(test_rows[row]);
         lastedge_scores(test_rows[row], scores);
+#if defined(LASTEDGE_SCORE_SCALE) /* int8: the integer entry point gives the same scores */
+        {
+            int8_t q[LASTEDGE_N_FEATURES];
+            int32_t again[LASTEDGE_N_OUTPUTS];
+            lastedge_quantize(test_rows[row], q);
+            lastedge_scores_q(q, again);
+            differ += memcmp(again, scores, sizeof again) != 0;
+        }
+#endif
         memcpy(bits, scores, sizeof bits);
         printf("row %d %d", row, label);
         for (c = 0; c < LASTEDGE_N_OUTPUTS; ++c) printf(" %08lx", (unsigned long)bits[c]);

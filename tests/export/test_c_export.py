@@ -1,0 +1,215 @@
+"""The C99 export: its integer graph is the int8 TFLite file's, and the compiled C matches it bit
+for bit (int8) or within the fp32 bound, on the host (gcc -std=c99 -pedantic -Werror)."""
+
+from __future__ import annotations
+
+import math
+import subprocess
+from fractions import Fraction
+from pathlib import Path
+
+import numpy as np
+import pytest
+from conftest_export import binary_digits_case, digits_case, random_model
+
+from lastedge.export import ParityError, to_tflite
+from lastedge.export import c_parity
+from lastedge.export.c import build_c, to_c
+from lastedge.export.c_kernels import SQRT, pack_dictionary, zero_up_to
+from lastedge.export.c_parity import (HOST_FLAGS, compiler, integer_graph_figures,
+                                      measure_c_parity, run_c)
+from lastedge.export.int8_reference import Int8Graph, quantize_multiplier, requantize
+
+KINDS = ("none", "l2", "center-l2", "standardize")
+
+
+@pytest.fixture(scope="module")
+def digits():
+    return digits_case()
+
+
+def test_quantize_multiplier_and_requantize_are_exact_fixed_point():
+    rng = np.random.default_rng(0)
+    for real in np.concatenate([10.0 ** rng.uniform(-9, 1, 200), [0.5, 1.0, 2 ** -31, 1e-12]]):
+        multiplier, shift = quantize_multiplier(float(real))
+        if multiplier:
+            assert 1 << 30 <= multiplier < 1 << 31
+            assert abs(multiplier * 2.0 ** (shift - 31) / real - 1) <= 2.0 ** -30
+        acc = rng.integers(-2 ** 31, 2 ** 31, 50)
+        got = requantize(acc, multiplier, shift)
+        exact = [math.floor(Fraction(int(a) * multiplier, 2 ** (31 - shift)) + Fraction(1, 2))
+                 for a in acc]
+        assert got.tolist() == exact
+    assert quantize_multiplier(0.0) == (0, 0) and quantize_multiplier(1e-12) == (0, 0)
+    assert quantize_multiplier(2.0 ** 40) == (2 ** 31 - 1, 30)
+    with pytest.raises(ValueError, match="finite and >= 0"):
+        quantize_multiplier(float("nan"))
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_the_integer_graph_is_the_int8_tflite_file(kind, tmp_path):
+    """LiteRT's kernels on random int8 rows give the graph's int8 scores, every one."""
+    interpreter = pytest.importorskip("ai_edge_litert.interpreter")
+    model, X = random_model(n_features=24, n_atoms=30, n_classes=4, kind=kind, seed=3)
+    graph = Int8Graph.build(model, X[:150])
+    path = to_tflite(model, tmp_path / "m.tflite", int8=True, calibration=X[:150])
+    Q = np.random.default_rng(1).integers(-128, 128, (2000, 24)).astype(np.int8)
+    runner = interpreter.Interpreter(model_path=str(path))
+    (inp,), (out,) = runner.get_input_details(), runner.get_output_details()
+    runner.resize_tensor_input(inp["index"], Q.shape)
+    runner.allocate_tensors()
+    runner.set_tensor(inp["index"], Q)
+    runner.invoke()
+    assert np.array_equal(runner.get_tensor(out["index"]), graph.int8_scores(Q))
+    assert inp["quantization"] == (np.float32(graph.input_scale), graph.input_zero_point)
+
+
+def test_zero_up_to_is_the_last_accumulator_that_gives_a_zero_feature():
+    for multiplier, shift in ((1406965225, -7), (1 << 30, 0), (2 ** 31 - 1, -31), (0, 0)):
+        edge = zero_up_to(multiplier, shift)
+        assert requantize(edge, multiplier, shift) <= 0
+        assert edge == 2 ** 31 - 1 or requantize(edge + 1, multiplier, shift) >= 1
+
+
+def test_the_packed_dictionary_pairs_each_weight_with_its_input():
+    q = np.arange(-60, 60).reshape(6, 20).astype(np.int8)  # 6 atoms, 20 features: both padded
+    packed = pack_dictionary(q).reshape(2, 6, 4, 4)  # [block, group of 4 inputs, atom, byte]
+    assert packed.size == 8 * 24
+    for atom in range(8):
+        for feature in range(24):
+            block, group, byte = atom // 4, feature // 4, [0, 2, 1, 3][feature % 4]
+            expected = q[atom, feature] if atom < 6 and feature < 20 else 0
+            assert packed[block, group, atom % 4, byte] == expected
+
+
+def test_the_square_root_is_correctly_rounded(tmp_path):
+    rng = np.random.default_rng(0)
+    values = np.concatenate([
+        rng.uniform(0, 1, 5000), 10.0 ** rng.uniform(-45, 38, 5000),
+        [0.0, 1.0, 2.0, 4.0, np.finfo(np.float32).max, np.finfo(np.float32).tiny, 1e-45, 3e-40]],
+    ).astype(np.float32)
+    program = ("#include <stdint.h>\n#include <stdio.h>\n" + SQRT +
+               "int main(void) { float a; while (fread(&a, 4, 1, stdin) == 1) { a = root(a); "
+               "fwrite(&a, 4, 1, stdout); } return 0; }\n")
+    (tmp_path / "root.c").write_text(program)
+    subprocess.run([compiler(), *HOST_FLAGS, "-o", str(tmp_path / "root"), str(tmp_path / "root.c")],
+                   check=True)
+    out = subprocess.run([str(tmp_path / "root")], input=values.tobytes(), capture_output=True, check=True)
+    assert np.array_equal(np.frombuffer(out.stdout, np.float32), np.sqrt(values))
+
+
+@pytest.mark.parametrize("precision", ["fp32", "int8"])
+def test_the_compiled_model_matches_on_held_out_digits(digits, precision):
+    model, X_train, _, X_test, y_test = digits
+    c_model = build_c(model, precision=precision, calibration=X_train if precision == "int8" else None)
+    figures = measure_c_parity(c_model, X_test, y_test)
+    assert figures["problems"] == []
+    assert figures["agreement"] >= (0.99 if precision == "int8" else 1.0)
+    if precision == "int8":
+        assert figures["input_identical"] and figures["scores_identical"] and figures["labels_identical"]
+    else:
+        assert figures["within_tolerance"] and figures["max_score_error"] < 1e-4
+
+
+def _extreme_rows(X: np.ndarray) -> np.ndarray:
+    """Real rows, and rows at the ends of float32: zeros, huge, tiny and subnormal values."""
+    rng = np.random.default_rng(0)
+    signs = rng.choice([-1.0, 1.0], size=(6, X.shape[1]))
+    return np.concatenate([X[:40], np.zeros((1, X.shape[1])), X[:3] * 1e30, X[:3] * 1e-30,
+                           X[:3] * 1e-42, signs * 3e38, signs * 1e-45, X[:2] + 1e6]).astype(np.float32)
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_int8_is_bit_exact_on_any_finite_rows(kind):
+    model, X = random_model(n_features=20, n_atoms=13, n_classes=3, kind=kind, seed=5)
+    c_model = build_c(model, precision="int8", calibration=X[:200])
+    rows = _extreme_rows(X[200:])
+    figures = integer_graph_figures(c_model, rows, run_c(c_model, rows))
+    assert figures["input_identical"] and figures["scores_identical"] and figures["labels_identical"]
+
+
+@pytest.mark.parametrize("precision", ["fp32", "int8"])
+def test_a_binary_model_with_text_labels(precision, tmp_path):
+    model, X_train, X_test, y_test = binary_digits_case()
+    c_model = build_c(model, precision=precision, calibration=X_train if precision == "int8" else None)
+    figures = measure_c_parity(c_model, X_test, y_test)
+    assert figures["problems"] == [] and figures["agreement"] >= 0.99
+    assert '{"eight", "three"}' in c_model.source
+
+
+def test_two_models_link_into_one_program(digits, tmp_path):
+    model, X_train, *_ = digits
+    build_c(model, prefix="first").write(tmp_path)
+    build_c(model, precision="int8", calibration=X_train, prefix="second").write(tmp_path)
+    (tmp_path / "main.c").write_text(
+        '#include <stdio.h>\n#include "first.h"\n#include "second.h"\n'
+        "int main(void) { float x[FIRST_N_FEATURES] = {0}; x[3] = 16.0f; x[9] = 7.0f;\n"
+        '  printf("%d %d %s\\n", first_predict(x), second_predict(x), second_label(second_predict(x)));\n'
+        "  return 0; }\n")
+    subprocess.run([compiler(), *HOST_FLAGS, "-o", "both", "main.c", "first.c", "second.c"],
+                   cwd=tmp_path, check=True)
+    first, second, label = subprocess.run(
+        ["./both"], cwd=tmp_path, capture_output=True, text=True, check=True).stdout.split()
+    x = np.zeros((1, 64), np.float32)
+    x[0, 3], x[0, 9] = 16, 7
+    assert int(first) == int(np.argmax(model.decision_function(x)))
+    assert label == str(model.classes[int(second)])
+
+
+def test_to_c_proves_the_files_before_writing_them(digits, tmp_path, monkeypatch):
+    model, X_train, _, X_test, y_test = digits
+    header, source = to_c(model, tmp_path / "ok", precision="int8", calibration=X_train,
+                          prefix="digits", check_rows=X_test, check_labels=y_test)
+    assert header.name == "digits.h" and source.name == "digits.c"
+    assert "int digits_predict(const float *x);" in header.read_text()
+    assert "malloc" not in source.read_text() and "math.h" not in source.read_text()
+
+    real = c_parity.run_c
+
+    def off_by_one(c_model, X, flags=HOST_FLAGS):
+        got = real(c_model, X, flags)
+        got["scores"][0, 0] += 1
+        return got
+
+    monkeypatch.setattr(c_parity, "run_c", off_by_one)
+    with pytest.raises(ParityError, match="int32 scores differ"):
+        to_c(model, tmp_path / "bad", precision="int8", calibration=X_train, check_rows=X_test)
+    assert not (tmp_path / "bad").exists()
+
+
+@pytest.mark.parametrize("arguments, message", [
+    ({"precision": "int16"}, "precision must be one of"),
+    ({"prefix": "2fast"}, "prefix must be a C identifier"),
+    ({"prefix": "a-b"}, "prefix must be a C identifier"),
+    ({"calibration": np.zeros((30, 64))}, "calibration applies to int8"),
+    ({"precision": "int8"}, "needs calibration rows"),
+])
+def test_bad_arguments_are_refused(digits, arguments, message):
+    with pytest.raises(ValueError, match=message):
+        build_c(digits[0], **arguments)
+
+
+def test_a_file_in_the_way_is_refused(digits, tmp_path):
+    (tmp_path / "taken").write_text("")
+    with pytest.raises(ValueError, match="is a file"):
+        to_c(digits[0], tmp_path / "taken")
+
+
+@pytest.mark.parametrize("precision", ["fp32", "int8"])
+def test_no_undefined_behaviour_under_the_sanitizers(precision):
+    model, X = random_model(n_features=20, n_atoms=13, n_classes=3, kind="center-l2", seed=5)
+    c_model = build_c(model, precision=precision, calibration=X[:200] if precision == "int8" else None)
+    flags = (*HOST_FLAGS, "-g", "-fsanitize=undefined,address", "-fno-sanitize-recover=all")
+    rows = _extreme_rows(X[200:])
+    assert np.array_equal(run_c(c_model, rows, flags)["labels"], run_c(c_model, rows)["labels"])
+
+
+def test_header_and_source_compile_as_cpp_callers_see_them(digits, tmp_path):
+    """The header is usable from C++ (Arduino sketches): extern "C" linkage."""
+    build_c(digits[0]).write(tmp_path)
+    (tmp_path / "use.cpp").write_text('#include "lastedge.h"\nint main() { float x[64] = {}; '
+                                      "return lastedge_predict(x) < 0; }\n")
+    subprocess.run(["gcc", *HOST_FLAGS, "-c", "lastedge.c"], cwd=tmp_path, check=True)
+    subprocess.run(["g++", "-Wall", "-Werror", "-o", "use", "use.cpp", "lastedge.o"], cwd=tmp_path, check=True)
+    assert subprocess.run([str(tmp_path / "use")]).returncode == 0
+    assert Path(tmp_path / "lastedge.h").read_text().count('extern "C"') == 1
