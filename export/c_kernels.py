@@ -81,36 +81,85 @@ static int8_t quantize(float value)
 }
 """
 
-# The hidden layer, fused with the output layer: for each block of four atoms the int32
-# accumulators (TFLite's bias plus sum of (q_x - z_x) * q_d), requantised to int8 features (one
+# The hidden layer, fused with the output layer: the input widened to int16 minus its zero point
+# once, then for each block of four atoms the int32 accumulators (TFLite's bias plus the sum of
+# (q_x - z_x) * q_d; with -DLASTEDGE_DSP two MACs per SMLAD), requantised to int8 features (one
 # rounding, half up: floor((acc * M + 2^(t-1)) / 2^t) with t = 31 - shift, the floor taken on
 # the value offset by 2^63 so no negative number is shifted), and each feature above the ReLU's
 # zero added into the scores with its row of output weights. Zero features (accumulators up to
 # ZERO_UP_TO, see zero_up_to) cost a comparison.
 INT8_CORE = r"""
+typedef union { /* the input minus its zero point; per group of four: x0, x2, x1, x3 */
+    int16_t h[N_INPUT];
+    int32_t w[N_INPUT / 2];
+} Input;
+
+static void widen_from(const int8_t *q, Input *input, int i)
+{
+    for (; i < N_INPUT; ++i)
+        input->h[(i & ~3) | ((i & 1) << 1) | ((i >> 1) & 1)] = (int16_t)(i < N_FEATURES ? q[i] - INPUT_ZERO_POINT : 0);
+}
+
 #if defined(LASTEDGE_DSP)
 #if !defined(__ARM_FEATURE_DSP)
 #error "LASTEDGE_DSP needs a core with the DSP extension (e.g. Cortex-M4, M7, M33)"
 #endif
 #include <arm_acle.h>
 #include <string.h>
-static int32_t four_macs(uint32_t w, int32_t x01, int32_t x23, int32_t acc)
+#define WEIGHTS(atom) (dictionary.w + (atom) * (N_INPUT / 4))
+
+static void widen(const int8_t *q, Input *input) /* SXTAB16: four inputs in two instructions */
+{
+    const int32_t offsets = (int32_t)((uint32_t)(uint16_t)(-INPUT_ZERO_POINT) * 0x10001u);
+    int g;
+    for (g = 0; g < N_FEATURES / 4; ++g) {
+        uint32_t v;
+        int32_t high;
+        memcpy(&v, q + 4 * g, 4);
+        __asm__("sxtab16 %0, %1, %2, ror #8" : "=r"(high) : "r"(offsets), "r"(v));
+        input->w[2 * g] = __sxtab16(offsets, (int8x4_t)v);
+        input->w[2 * g + 1] = high;
+    }
+    widen_from(q, input, 4 * (N_FEATURES / 4));
+}
+
+static int32_t four_macs(uint32_t w, int32_t x02, int32_t x13, int32_t acc) /* SMLAD: two each */
 {
     int32_t high;
-    __asm__("sxtb16 %0, %1, ror #8" : "=r"(high) : "r"(w)); /* weights 1 and 3, one instruction */
-    return __smlad(high, x23, __smlad(__sxtb16((int8x4_t)w), x01, acc));
+    __asm__("sxtb16 %0, %1, ror #8" : "=r"(high) : "r"(w));
+    return __smlad(high, x13, __smlad(__sxtb16((int8x4_t)w), x02, acc));
 }
-#define GROUP(xo, wo) do { \
-        int32_t x01, x23; uint32_t w0, w1, w2, w3; \
-        memcpy(&x01, x + (xo), 4); memcpy(&x23, x + (xo) + 2, 4); \
-        memcpy(&w0, d + (wo), 4); memcpy(&w1, d + (wo) + 4, 4); \
-        memcpy(&w2, d + (wo) + 8, 4); memcpy(&w3, d + (wo) + 12, 4); \
-        a0 = four_macs(w0, x01, x23, a0); a1 = four_macs(w1, x01, x23, a1); \
-        a2 = four_macs(w2, x01, x23, a2); a3 = four_macs(w3, x01, x23, a3); \
-    } while (0)
-#define STEP 4 /* inputs an iteration reads: more would spill the accumulators */
-#define GROUPS GROUP(0, 0)
+
+static void block(const Input *input, const uint32_t *w, int32_t *acc)
+{
+    int32_t a0 = acc[0], a1 = acc[1], a2 = acc[2], a3 = acc[3];
+    const int32_t *x = input->w;
+    int n;
+    for (n = N_INPUT / 4; n > 0; --n, x += 2, w += 4) { /* more per pass would spill */
+        a0 = four_macs(w[0], x[0], x[1], a0);
+        a1 = four_macs(w[1], x[0], x[1], a1);
+        a2 = four_macs(w[2], x[0], x[1], a2);
+        a3 = four_macs(w[3], x[0], x[1], a3);
+    }
+    acc[0] = a0; acc[1] = a1; acc[2] = a2; acc[3] = a3;
+}
 #else
+#define WEIGHTS(atom) (dictionary.b + (atom) * N_INPUT)
+
+static void widen(const int8_t *q, Input *input)
+{
+    int g;
+    for (g = 0; g < N_FEATURES / 4; ++g) {
+        const int8_t *v = q + 4 * g;
+        int16_t *h = input->h + 4 * g;
+        h[0] = (int16_t)(v[0] - INPUT_ZERO_POINT);
+        h[1] = (int16_t)(v[2] - INPUT_ZERO_POINT);
+        h[2] = (int16_t)(v[1] - INPUT_ZERO_POINT);
+        h[3] = (int16_t)(v[3] - INPUT_ZERO_POINT);
+    }
+    widen_from(q, input, 4 * (N_FEATURES / 4));
+}
+
 #define INPUT(xo, wo) do { \
         const int32_t v = x[(xo)]; \
         a0 += v * d[(wo)]; a1 += v * d[(wo) + 4]; a2 += v * d[(wo) + 8]; a3 += v * d[(wo) + 12]; \
@@ -118,8 +167,17 @@ static int32_t four_macs(uint32_t w, int32_t x01, int32_t x23, int32_t acc)
 #define GROUP(xo, wo) do { \
         INPUT((xo), (wo)); INPUT((xo) + 2, (wo) + 1); INPUT((xo) + 1, (wo) + 2); INPUT((xo) + 3, (wo) + 3); \
     } while (0)
-#define STEP 8
-#define GROUPS GROUP(0, 0); GROUP(4, 16)
+
+static void block(const Input *input, const int8_t *d, int32_t *acc)
+{
+    int32_t a0 = acc[0], a1 = acc[1], a2 = acc[2], a3 = acc[3];
+    const int16_t *x = input->h, *const end = input->h + N_INPUT;
+    for (; x != end; x += 8, d += 32) {
+        GROUP(0, 0);
+        GROUP(4, 16);
+    }
+    acc[0] = a0; acc[1] = a1; acc[2] = a2; acc[3] = a3;
+}
 #endif
 
 static int64_t floor_shift(int64_t v, int t) /* floor(v / 2^t), 1 <= t <= 62, |v| < 2^62 */
@@ -136,26 +194,26 @@ static void add_feature(int atom, int32_t acc, int32_t *scores)
     if (f != 0) {
         const int8_t *w = output_weights + atom * N_OUTPUTS;
         int c;
-        for (c = 0; c < N_OUTPUTS; ++c) scores[c] += f * w[c];
+        for (c = 0; c + 1 < N_OUTPUTS; c += 2) {
+            scores[c] += f * w[c];
+            scores[c + 1] += f * w[c + 1];
+        }
+        if (N_OUTPUTS % 2 != 0) scores[N_OUTPUTS - 1] += f * w[N_OUTPUTS - 1];
     }
 }
 
-static void core(const int16_t *input, int32_t *scores)
+static void core(const int8_t *q, int32_t *scores)
 {
-    const int8_t *d = dictionary;
+    Input input;
     int atom, c;
+    widen(q, &input);
     for (c = 0; c < N_OUTPUTS; ++c) scores[c] = output_bias[c];
     for (atom = 0; atom < N_ATOMS; atom += 4) {
-        int32_t a0 = hidden_bias[atom], a1 = hidden_bias[atom + 1];
-        int32_t a2 = hidden_bias[atom + 2], a3 = hidden_bias[atom + 3];
-        const int16_t *x = input, *const end = input + N_INPUT;
-        for (; x != end; x += STEP, d += 4 * STEP) {
-            GROUPS;
-        }
-        if (a0 > ZERO_UP_TO) add_feature(atom, a0, scores);
-        if (a1 > ZERO_UP_TO) add_feature(atom + 1, a1, scores);
-        if (a2 > ZERO_UP_TO) add_feature(atom + 2, a2, scores);
-        if (a3 > ZERO_UP_TO) add_feature(atom + 3, a3, scores);
+        int32_t acc[4];
+        for (c = 0; c < 4; ++c) acc[c] = hidden_bias[atom + c];
+        block(&input, WEIGHTS(atom), acc);
+        for (c = 0; c < 4; ++c)
+            if (acc[c] > ZERO_UP_TO) add_feature(atom + c, acc[c], scores);
     }
 }
 """
@@ -164,13 +222,14 @@ static void core(const int16_t *input, int32_t *scores)
 def pack_dictionary(q: np.ndarray) -> np.ndarray:
     """The int8 dictionary [atoms, features] in the kernels' order, flat: atoms in blocks of
     ``BLOCK_ATOMS`` (the last block filled with zero atoms), features padded with zeros to a
-    multiple of ``BLOCK_INPUTS``; per block, per group of four inputs, per atom, four bytes in
-    the order (x0, x2, x1, x3) that SXTB16 and SMLAD pair with the inputs (x0, x1) and (x2, x3)."""
+    multiple of ``BLOCK_INPUTS``; per block, per group of four inputs, per atom, its four
+    weights (one 32-bit word, which SXTB16 splits into the pairs (w0, w2) and (w1, w3) that SMLAD
+    multiplies with the input's pairs (x0, x2) and (x1, x3))."""
     atoms, features = q.shape
     padded = np.zeros((-(-atoms // BLOCK_ATOMS) * BLOCK_ATOMS,
                        -(-features // BLOCK_INPUTS) * BLOCK_INPUTS), np.int8)
     padded[:atoms, :features] = q
-    blocks = padded.reshape(-1, BLOCK_ATOMS, padded.shape[1] // 4, 4)[..., [0, 2, 1, 3]]
+    blocks = padded.reshape(-1, BLOCK_ATOMS, padded.shape[1] // 4, 4)
     return blocks.transpose(0, 2, 1, 3).reshape(-1)
 
 

@@ -75,11 +75,7 @@ void P_quantize(const float *x, int8_t *q)
 
 void P_scores_q(const int8_t *q, int32_t *scores)
 {
-    int16_t input[N_INPUT];
-    int i;
-    for (i = 0; i < N_FEATURES; ++i) input[i] = (int16_t)(q[i] - INPUT_ZERO_POINT);
-    for (; i < N_INPUT; ++i) input[i] = 0;
-    core(input, scores);
+    core(q, scores);
 }
 
 void P_scores(const float *x, int32_t *scores)
@@ -147,12 +143,17 @@ def float_literal(value: float) -> str:
     return text + ("f" if "e" in text or "." in text else ".0f")
 
 
-def _array(ctype: str, name: str, values: np.ndarray, per_line: int = 16) -> str:
-    """A ``static const`` one-dimensional array with its initialiser."""
+def _initializer(ctype: str, values: np.ndarray, per_line: int) -> str:
+    """The braced initialiser of a one-dimensional array."""
     flat = np.asarray(values).reshape(-1)
     items = [float_literal(v) for v in flat] if ctype == "float" else [str(int(v)) for v in flat]
     lines = [", ".join(items[i:i + per_line]) for i in range(0, len(items), per_line)]
-    return f"static const {ctype} {name}[{len(items)}] = {{\n    " + ",\n    ".join(lines) + "\n};\n"
+    return "{\n    " + ",\n    ".join(lines) + "\n}"
+
+
+def _array(ctype: str, name: str, values: np.ndarray, per_line: int = 16) -> str:
+    """A ``static const`` one-dimensional array with its initialiser."""
+    return f"static const {ctype} {name}[{np.size(values)}] = {_initializer(ctype, values, per_line)};\n"
 
 
 def c_string(text: str) -> str:
@@ -187,7 +188,9 @@ def _constants(model: Model, graph: Int8Graph | None) -> tuple[dict[str, Any], l
                    ZERO_UP_TO=c_kernels.zero_up_to(graph.hidden_multiplier, graph.hidden_shift))
     hidden_bias = np.zeros(blocks, np.int64)
     hidden_bias[:model.n_atoms] = graph.hidden_bias
-    arrays += [_array("int8_t", "dictionary", c_kernels.pack_dictionary(graph.dictionary)),
+    packed = c_kernels.pack_dictionary(graph.dictionary)
+    arrays += [f"static const union {{ int8_t b[{packed.size}]; uint32_t w[{packed.size // 4}]; }} "
+               f"dictionary = {{{_initializer('int8_t', packed, 16)}}};\n",  # words for SMLAD
                _array("int32_t", "hidden_bias", hidden_bias, 8),
                _array("int8_t", "output_weights", graph.weights.T),
                _array("int32_t", "output_bias", graph.output_bias, 8)]

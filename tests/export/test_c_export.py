@@ -77,7 +77,7 @@ def test_the_packed_dictionary_pairs_each_weight_with_its_input():
     assert packed.size == 8 * 24
     for atom in range(8):
         for feature in range(24):
-            block, group, byte = atom // 4, feature // 4, [0, 2, 1, 3][feature % 4]
+            block, group, byte = atom // 4, feature // 4, feature % 4
             expected = q[atom, feature] if atom < 6 and feature < 20 else 0
             assert packed[block, group, atom % 4, byte] == expected
 
