@@ -115,10 +115,13 @@ def build_and_run(core: Core, model_dir: Path, build: Path, dsp: bool = False,
                "-semihosting-config", "enable=on,target=native", "-kernel", str(elf)]
     ran = subprocess.run(command, capture_output=True, text=True, timeout=timeout)
     found = re.search(r"^differ (\d+) of (\d+)$", ran.stdout, re.MULTILINE)
-    stack = re.search(r"^stack (\d+)$", ran.stdout, re.MULTILINE)
+    stack = re.search(r"^stack (\d+) of (\d+)$", ran.stdout, re.MULTILINE)
     if found is None or stack is None or ran.returncode != int(found.group(1)):
         raise RuntimeError(f"{core.name}: the firmware did not finish (exit status {ran.returncode}):"
                            f"\n{ran.stdout[-2000:]}{ran.stderr[-2000:]}")
+    if int(stack.group(1)) >= int(stack.group(2)) - 8:
+        raise RuntimeError(f"{core.name}: one prediction took all {stack.group(2)} bytes of stack "
+                           "that main.c paints; the measurement is a lower bound")
     lines = [line for line in ran.stdout.splitlines() if line.startswith("row ")]
     return Run(core.name, dsp, int(found.group(1)), int(stack.group(1)), lines, elf,
                build / "lastedge.o")

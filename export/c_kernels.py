@@ -207,7 +207,7 @@ static void core(const int8_t *q, int32_t *scores)
     Input input;
     int atom, c;
     widen(q, &input);
-    for (c = 0; c < N_OUTPUTS; ++c) scores[c] = output_bias[c];
+    for (c = 0; c < N_OUTPUTS; ++c) scores[c] = 0;
     for (atom = 0; atom < N_ATOMS; atom += 4) {
         int32_t acc[4];
         for (c = 0; c < 4; ++c) acc[c] = hidden_bias[atom + c];

@@ -186,14 +186,15 @@ def _constants(model: Model, graph: Int8Graph | None) -> tuple[dict[str, Any], l
                    FEATURE_ZERO_POINT=f"({graph.feature_zero_point})",
                    HIDDEN_MULTIPLIER=graph.hidden_multiplier, HIDDEN_SHIFT=f"({graph.hidden_shift})",
                    ZERO_UP_TO=c_kernels.zero_up_to(graph.hidden_multiplier, graph.hidden_shift))
+    if np.any(graph.output_bias):  # LAST's output layer has none; the kernels start scores at 0
+        raise ValueError("the C export expects a zero output bias")
     hidden_bias = np.zeros(blocks, np.int64)
     hidden_bias[:model.n_atoms] = graph.hidden_bias
     packed = c_kernels.pack_dictionary(graph.dictionary)
     arrays += [f"static const union {{ int8_t b[{packed.size}]; uint32_t w[{packed.size // 4}]; }} "
                f"dictionary = {{{_initializer('int8_t', packed, 16)}}};\n",  # words for SMLAD
                _array("int32_t", "hidden_bias", hidden_bias, 8),
-               _array("int8_t", "output_weights", graph.weights.T),
-               _array("int32_t", "output_bias", graph.output_bias, 8)]
+               _array("int8_t", "output_weights", graph.weights.T)]
     return defines, arrays
 
 

@@ -110,11 +110,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--keep", type=Path, help="keep the projects and builds in this folder")
     parser.add_argument("--json", type=Path, help="write the figures here")
     parser.add_argument("--no-install", action="store_true", help="fail instead of installing")
+    parser.add_argument("--install-only", action="store_true", help="install what is missing, then stop")
     args = parser.parse_args(argv)
 
     install_seconds = ensure_tools(not args.no_install)
     if install_seconds is not None:
         print(f"installed the toolchain, QEMU and unicorn in {install_seconds:.0f} s")
+    if args.install_only:
+        return 0
     from lastedge.export.rows import load_rows
     from lastedge.runtime import Model
 

@@ -8,7 +8,9 @@
 #include "lastedge.h"
 #include "test_rows.h"
 
-#define PROBE 3072u /* bytes of stack painted below the caller's frame */
+#ifndef PROBE
+#define PROBE 8192u /* bytes of stack painted below the caller's frame */
+#endif
 #define PAINT 0xA5u
 
 static void run_first_row(void)
@@ -31,7 +33,7 @@ static uint32_t __attribute__((noinline)) stack_used(void (*run)(void))
 int main(void)
 {
     int row, c, differ = 0;
-    printf("stack %lu\n", (unsigned long)stack_used(run_first_row));
+    printf("stack %lu of %lu\n", (unsigned long)stack_used(run_first_row), (unsigned long)PROBE);
     for (row = 0; row < TEST_ROWS; ++row) {
         TEST_SCORE scores[LASTEDGE_N_OUTPUTS];
         uint32_t bits[LASTEDGE_N_OUTPUTS];

@@ -1,0 +1,80 @@
+"""Flash and RAM of an exported C model on a Cortex-M core, predicted from its shapes before
+anything is built.
+
+Constants are counted exactly from the layout ``c_source`` writes (int8: the dictionary padded to
+blocks of 4 atoms and 8 inputs, int32 biases, int8 output weights; fp32: float32 arrays), plus
+the class labels. Code and the stack of one prediction beside its buffers are per core, precision
+and preprocessing: the largest measured with examples/mcu's compiler and flags (arm-none-eabi-gcc 12.2,
+``-O2``; ``c_emulate``), so a prediction is an upper bound for that build; other compilers and
+flags give other code sizes. RAM is the stack alone: the model keeps no data or bss.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .metadata import check_model
+
+# bytes of code: [core, variant][preprocess kind], the largest over shapes and constants (the
+# smallest is up to ~120 bytes less: binary models, per-tensor constants that fold)
+CODE = {
+    ("cortex-m4", "int8"): {"none": 936, "standardize": 956, "l2": 1340, "center-l2": 1376},
+    ("cortex-m4", "int8-dsp"): {"none": 728, "standardize": 748, "l2": 1132, "center-l2": 1172},
+    ("cortex-m4", "fp32"): {"none": 308, "standardize": 308, "l2": 684, "center-l2": 728},
+    ("cortex-m3", "int8"): {"none": 928, "standardize": 944, "l2": 1348, "center-l2": 1408},
+    ("cortex-m3", "fp32"): {"none": 292, "standardize": 304, "l2": 696, "center-l2": 744},
+    ("cortex-m0", "int8"): {"none": 1060, "standardize": 1076, "l2": 1536, "center-l2": 1560},
+    ("cortex-m0", "fp32"): {"none": 264, "standardize": 300, "l2": 736, "center-l2": 808},
+}
+# bytes of stack one prediction takes beside its row buffers (frames, saved registers)
+STACK = {("cortex-m4", "int8"): 100, ("cortex-m4", "int8-dsp"): 108, ("cortex-m4", "fp32"): 52,
+         ("cortex-m3", "int8"): 104, ("cortex-m3", "fp32"): 96,
+         ("cortex-m0", "int8"): 132, ("cortex-m0", "fp32"): 120}
+TARGETS = sorted({core for core, _ in CODE})
+
+
+def _up(value: int, step: int) -> int:
+    return -(-value // step) * step
+
+
+def label_bytes(classes: list[Any]) -> int:
+    """The label table: a pointer per class and the strings, each but the last 4-byte aligned."""
+    lengths = [len(str(label).encode("utf-8")) + 1 for label in classes]
+    return 4 * len(lengths) + sum(_up(n, 4) for n in lengths[:-1]) + lengths[-1]
+
+
+def constant_bytes(model: Any, precision: str) -> int:
+    """Bytes of the model's constant arrays (flash), exactly as the exporter lays them out."""
+    n, k, m = model.n_features, model.n_atoms, model.n_outputs
+    standardize = 8 * n if model.preprocess.kind == "standardize" else 0  # offsets and gains
+    labels = label_bytes(model.classes.tolist())
+    if precision == "fp32":
+        return 4 * n * k + 4 * k * m + standardize + labels
+    return _up(k, 4) * _up(n, 8) + 4 * _up(k, 4) + k * m + standardize + labels
+
+
+def buffer_bytes(model: Any, precision: str) -> int:
+    """Bytes of the row buffers on the stack of one prediction (8-byte aligned each)."""
+    n, m = model.n_features, model.n_outputs
+    if precision == "fp32":
+        return _up(4 * n, 8) + _up(4 * m, 8)  # the preprocessed row, the scores
+    return 2 * _up(n, 8) + _up(n, 8) + _up(4 * m, 8)  # int16 input, int8 row, int32 scores
+
+
+def predict_size(model: Any, target: str = "cortex-m4", precision: str = "int8",
+                 dsp: bool = False) -> dict[str, Any]:
+    """Flash (code and constants) and RAM (the stack of one ``PREFIX_predict``) of ``model``
+    exported with ``to_c(model, ..., precision=precision)`` and built for ``target`` (with
+    ``-DLASTEDGE_DSP`` when ``dsp``). Bytes; an upper bound for examples/mcu's build."""
+    model = check_model(model)
+    variant = f"{precision}-dsp" if dsp else precision
+    if target not in TARGETS:
+        raise ValueError(f"target must be one of {TARGETS}, got {target!r}")
+    if (target, variant) not in CODE:
+        raise ValueError(f"no {variant} build for {target}"
+                         + (" (only cortex-m4 has the DSP extension)" if dsp else ""))
+    code = CODE[target, variant][model.preprocess.kind]
+    constants = constant_bytes(model, precision)
+    stack = STACK[target, variant] + buffer_bytes(model, precision)
+    return {"target": target, "precision": precision, "dsp": dsp, "flash_code": code,
+            "flash_constants": constants, "flash": code + constants, "ram": stack}
