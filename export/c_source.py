@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from lastedge import __version__
+from lastedge.runtime import __version__
 from lastedge.runtime import Model
 
 from . import c_kernels, c_preprocess

@@ -10,7 +10,6 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest_export import binary_digits_case, digits_case, random_model
 
 from lastedge.export import ParityError, to_tflite
 from lastedge.export import c_parity
@@ -24,7 +23,7 @@ KINDS = ("none", "l2", "center-l2", "standardize")
 
 
 @pytest.fixture(scope="module")
-def digits():
+def digits(digits_case):
     return digits_case()
 
 
@@ -47,7 +46,7 @@ def test_quantize_multiplier_and_requantize_are_exact_fixed_point():
 
 
 @pytest.mark.parametrize("kind", KINDS)
-def test_the_integer_graph_is_the_int8_tflite_file(kind, tmp_path):
+def test_the_integer_graph_is_the_int8_tflite_file(kind, tmp_path, random_model):
     """LiteRT's kernels on random int8 rows give the graph's int8 scores, every one."""
     interpreter = pytest.importorskip("ai_edge_litert.interpreter")
     model, X = random_model(n_features=24, n_atoms=30, n_classes=4, kind=kind, seed=3)
@@ -120,7 +119,7 @@ def _extreme_rows(X: np.ndarray) -> np.ndarray:
 
 
 @pytest.mark.parametrize("kind", KINDS)
-def test_int8_is_bit_exact_on_any_finite_rows(kind):
+def test_int8_is_bit_exact_on_any_finite_rows(kind, random_model):
     model, X = random_model(n_features=20, n_atoms=13, n_classes=3, kind=kind, seed=5)
     c_model = build_c(model, precision="int8", calibration=X[:200])
     rows = _extreme_rows(X[200:])
@@ -129,7 +128,7 @@ def test_int8_is_bit_exact_on_any_finite_rows(kind):
 
 
 @pytest.mark.parametrize("precision", ["fp32", "int8"])
-def test_a_binary_model_with_text_labels(precision, tmp_path):
+def test_a_binary_model_with_text_labels(precision, binary_digits_case):
     model, X_train, X_test, y_test = binary_digits_case()
     c_model = build_c(model, precision=precision, calibration=X_train if precision == "int8" else None)
     figures = measure_c_parity(c_model, X_test, y_test)
@@ -196,7 +195,7 @@ def test_a_file_in_the_way_is_refused(digits, tmp_path):
 
 
 @pytest.mark.parametrize("precision", ["fp32", "int8"])
-def test_no_undefined_behaviour_under_the_sanitizers(precision):
+def test_no_undefined_behaviour_under_the_sanitizers(precision, random_model):
     model, X = random_model(n_features=20, n_atoms=13, n_classes=3, kind="center-l2", seed=5)
     c_model = build_c(model, precision=precision, calibration=X[:200] if precision == "int8" else None)
     flags = (*HOST_FLAGS, "-g", "-fsanitize=undefined,address", "-fno-sanitize-recover=all")

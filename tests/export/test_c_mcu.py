@@ -10,7 +10,6 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest_export import digits_case, random_model
 
 from lastedge.export.c import build_c
 from lastedge.export.c_size import constant_bytes, predict_size
@@ -22,7 +21,7 @@ TYPE_BYTES = {"int8_t": 1, "int32_t": 4, "float": 4}
 
 @pytest.mark.parametrize("n, k, classes, kind", SHAPES)
 @pytest.mark.parametrize("precision", ["fp32", "int8"])
-def test_predicted_constants_are_the_generated_arrays(n, k, classes, kind, precision):
+def test_predicted_constants_are_the_generated_arrays(n, k, classes, kind, precision, random_model):
     model, X = random_model(n_features=n, n_atoms=k, n_classes=classes, kind=kind, seed=1)
     source = build_c(model, precision=precision, calibration=X[:100] if precision == "int8" else None).source
     arrays = sum(TYPE_BYTES[ctype] * int(named or union) for ctype, named, union in
@@ -32,7 +31,7 @@ def test_predicted_constants_are_the_generated_arrays(n, k, classes, kind, preci
     assert constant_bytes(model, precision) == arrays + labels
 
 
-def test_predict_size_refuses_unknown_targets():
+def test_predict_size_refuses_unknown_targets(digits_case):
     model = digits_case()[0]
     with pytest.raises(ValueError, match="target must be one of"):
         predict_size(model, "cortex-a53")
@@ -49,7 +48,7 @@ def toolchain():
 
 
 @pytest.mark.slow
-def test_the_script_runs_bit_exact_on_every_core(toolchain, tmp_path):
+def test_the_script_runs_bit_exact_on_every_core(toolchain, tmp_path, digits_case):
     model = digits_case()[0]
     model.save(tmp_path / "digits.npz")
     run = subprocess.run([sys.executable, str(SCRIPT), "--model", str(tmp_path / "digits.npz"),
@@ -66,7 +65,7 @@ def test_the_script_runs_bit_exact_on_every_core(toolchain, tmp_path):
 
 @pytest.mark.slow
 @pytest.mark.parametrize("n, k, classes, kind", SHAPES[1:])
-def test_predicted_sizes_bound_the_built_ones(toolchain, tmp_path, n, k, classes, kind):
+def test_predicted_sizes_bound_the_built_ones(toolchain, tmp_path, n, k, classes, kind, random_model):
     from lastedge.export.c_emulate import CORES, build_and_run, sizes, write_project
 
     model, X = random_model(n_features=n, n_atoms=k, n_classes=classes, kind=kind, seed=2)
