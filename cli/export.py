@@ -12,6 +12,7 @@ from lastedge.export.describe import summary_lines
 from lastedge.export.options import FORMATS, PRECISIONS, ExportOptions, check_export_options
 
 from .common import CommandError, json_text
+from .export_c import C_PRECISIONS, check_c_options, run_export_c
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -22,13 +23,15 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                     "file in its interpreter and compare it with the Python model.",
     )
     p.add_argument("model", help="trained model file (.npz)")
-    p.add_argument("--format", required=True, choices=FORMATS, help="file format")
-    p.add_argument("--out", required=True, help="output file (.onnx or .tflite)")
-    p.add_argument("--precision", choices=PRECISIONS, default="fp32",
+    p.add_argument("--format", required=True, choices=(*FORMATS, "c"),
+                   help="file format (c: C99 source for microcontrollers, docs/microcontrollers.md)")
+    p.add_argument("--out", required=True, help="output file (.onnx or .tflite); for c a folder")
+    p.add_argument("--precision", choices=dict.fromkeys((*PRECISIONS, *C_PRECISIONS)), default="fp32",
                    help="fp32 (default); int8: static, 8-bit weights and activations calibrated on "
                         "--calibration; int8-dynamic: 8-bit weights, activations quantized as the "
                         "file runs, no calibration data (TFLite: hybrid FULLY_CONNECTED kernels, "
-                        "float input and output)")
+                        "float input and output); int16x8 (c): 8-bit weights, 16-bit activations")
+    p.add_argument("--prefix", help="c: the C identifier before every name (default lastedge)")
     p.add_argument("--calibration", metavar="PATH|digits",
                    help="rows for int8 calibration and the parity check (.npz/.npy/.csv, a folder "
                         "of IDX files or images, or 'digits')")
@@ -116,12 +119,15 @@ def run_export(args: argparse.Namespace) -> int:
     from lastedge.export.backends import onnxruntime_ops
     from lastedge.export.rows import load_rows
 
-    options = _check_options(args)
-    out = check_output_path(args.out, f".{args.format}", "--out")
+    check_c_options(args)
+    options = None if args.format == "c" else _check_options(args)
+    out = None if options is None else check_output_path(args.out, f".{args.format}", "--out")
     model = Model.load(args.model)
     shape = model.image_shape  # a model trained on images: scale calibration images the same way
     rows = load_rows(args.calibration, model, image_size=None if shape is None else shape[:2],
                      label_column=args.label_column)
+    if options is None:
+        return run_export_c(args, model, rows)
     parity = _export_checked(options, model, rows, out)
     parity.pop("per_backend")
     info = describe(out)

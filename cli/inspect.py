@@ -40,6 +40,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                         help="with --atoms: how a row is an image, HxW, HxWx3 or 3xHxW (channels first); "
                              "default: the training images' shape, which the model records, else "
                              "square grayscale when the feature count is a square")
+    parser.add_argument("--target", choices=("cortex-m4", "cortex-m3", "cortex-m0"), default=None,
+                        help=".npz only: predict the flash and RAM of the model exported as C "
+                             "(lastedge export --format c) for this microcontroller core")
     parser.add_argument("--per-class", type=int, default=ATOMS_PER_CLASS, metavar="K",
                         help=f"with --atoms: atoms drawn per class (default {ATOMS_PER_CLASS})")
     parser.set_defaults(func=run_inspect)
@@ -63,13 +66,27 @@ def run_inspect(args: argparse.Namespace) -> int:
         info = model_info(path)
         if args.atoms is not None:
             info["atoms_figure"] = str(_draw_atoms(path, args))
+        if args.target is not None:
+            info["microcontroller"] = _c_sizes(path, args.target)
         lines = model_lines(info)
+    elif args.target is not None:
+        raise ValueError(f"--target predicts a trained .npz model's C build; {path.name} is an exported file")
     elif args.atoms is not None:
         raise ValueError(f"--atoms draws a trained .npz model's dictionary; {path.name} is an exported file")
     else:
         info, lines = _exported_info(path, kind)
     print(json_text(info) if args.json else "\n".join(lines))
     return 0
+
+
+def _c_sizes(path: Path, target: str) -> list[dict[str, Any]]:
+    """Flash and RAM of the model as C for ``target``, int8 (and with the DSP path) and fp32."""
+    from lastedge.export.c_size import predict_size
+    from lastedge.runtime import Model
+
+    model = Model.load(path)
+    variants = [("int8", False)] + ([("int8", True)] if target == "cortex-m4" else []) + [("fp32", False)]
+    return [predict_size(model, target, precision, dsp) for precision, dsp in variants]
 
 
 def _exported_info(path: Path, kind: str) -> tuple[dict[str, Any], list[str]]:
@@ -200,6 +217,10 @@ def model_lines(info: dict[str, Any]) -> list[str]:
     fields.append(("lastedge", str(meta.get("lastedge_version", "unknown"))))
     if "atoms_figure" in info:
         fields.append(("atoms figure", info["atoms_figure"]))
+    for size in info.get("microcontroller", []):  # --target: predicted, before any build
+        fields.append((f"C {size['precision']}{' DSP' if size['dsp'] else ''} {size['target']}",
+                       f"flash {size['flash']:,} B (code {size['flash_code']:,} + constants "
+                       f"{size['flash_constants']:,}), RAM {size['ram']:,} B of stack"))
     return field_lines(fields)
 
 

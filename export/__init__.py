@@ -2,14 +2,16 @@
 
 ``to_onnx`` and ``to_tflite`` write fp32 or int8 files atomically; ``assert_parity`` runs a file
 in its real interpreter and proves it matches the Python model; ``describe`` lists a file's ops,
-tensors and metadata; ``export_all`` writes and checks all six variants (the demo's table).
+tensors and metadata; ``export_all`` writes and checks all six variants (the demo's table);
+``to_c`` writes C99 for microcontrollers, compiled and proven on the host before it is kept.
 """
 
+from .c import to_c
 from .describe import describe
 from .onnx import to_onnx
 from .parity import ParityError, assert_parity, measure_parity
 from .tflite import to_tflite
 from .variants import export_all
 
-__all__ = ["ParityError", "assert_parity", "describe", "export_all", "measure_parity", "to_onnx",
-           "to_tflite"]
+__all__ = ["ParityError", "assert_parity", "describe", "export_all", "measure_parity", "to_c",
+           "to_onnx", "to_tflite"]
