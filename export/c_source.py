@@ -17,7 +17,7 @@ from lastedge.runtime import __version__
 from lastedge.runtime import Model
 
 from . import c_kernels, c_preprocess
-from .int8_reference import Int8Graph
+from .int8_reference import INT32_MAX, Int8Graph
 
 PREFIX = re.compile(r"[A-Za-z][A-Za-z0-9_]*\Z")
 
@@ -166,6 +166,16 @@ def c_string(text: str) -> str:
     return '"' + "".join(out) + '"'
 
 
+def _check_int32_sums(graph: Int8Graph) -> None:
+    """Refuse a model whose int32 sums could overflow (the kernels add without checks): the
+    largest hidden accumulator and the largest score any int8 input can give."""
+    deviation = 255  # the largest |q_x - z_x|, and the largest feature above its zero point
+    hidden = deviation * np.abs(graph.dictionary.astype(np.int64)).sum(axis=1) + np.abs(graph.hidden_bias)
+    scores = deviation * np.abs(graph.weights.astype(np.int64)).sum(axis=1)
+    if max(hidden.max(), scores.max()) > INT32_MAX:
+        raise ValueError("the model is too large for the int8 C kernels' int32 sums")
+
+
 def _constants(model: Model, graph: Int8Graph | None) -> tuple[dict[str, Any], list[str]]:
     """The ``#define`` values and the arrays of the source."""
     gain = c_preprocess.gains(model, None if graph is None else graph.input_scale)
@@ -188,6 +198,7 @@ def _constants(model: Model, graph: Int8Graph | None) -> tuple[dict[str, Any], l
                    ZERO_UP_TO=c_kernels.zero_up_to(graph.hidden_multiplier, graph.hidden_shift))
     if np.any(graph.output_bias):  # LAST's output layer has none; the kernels start scores at 0
         raise ValueError("the C export expects a zero output bias")
+    _check_int32_sums(graph)
     hidden_bias = np.zeros(blocks, np.int64)
     hidden_bias[:model.n_atoms] = graph.hidden_bias
     packed = c_kernels.pack_dictionary(graph.dictionary)
