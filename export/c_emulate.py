@@ -5,7 +5,7 @@ RAM from the build and for instructions per inference in the ``unicorn`` emulato
 Cores: Cortex-M4 with its FPU (QEMU's mps2-an386), Cortex-M3 (mps2-an385), Cortex-M0 (ARMv6-M,
 what M0+ parts run; microbit). Tools: ``arm-none-eabi-gcc``, ``qemu-system-arm`` (Debian's
 ``gcc-arm-none-eabi``, ``libnewlib-arm-none-eabi``, ``qemu-system-arm``) and, for counting,
-``pip install unicorn``.
+``pip install 'lastedge[mcu]'`` (the unicorn emulator).
 """
 
 from __future__ import annotations
@@ -182,7 +182,8 @@ def count_instructions(elf: Path, core: Core, function: str, *buffers: bytes) ->
         import unicorn
         from unicorn import arm_const
     except ImportError:
-        raise ImportError("counting instructions needs the unicorn emulator: pip install unicorn") from None
+        raise ImportError("counting instructions needs the unicorn emulator: "
+                          "pip install 'lastedge[mcu]'") from None
     image = Path(elf).with_suffix(".bin")
     subprocess.run(["arm-none-eabi-objcopy", "-O", "binary", "-j", ".text", str(elf), str(image)],
                    check=True)

@@ -47,8 +47,8 @@ def ensure_tools(install: bool) -> float | None:
         subprocess.run([*root, "apt-get", "update", "-q"], check=True, stdout=subprocess.DEVNULL)
         subprocess.run([*root, "apt-get", "install", "-y", "-q", "--no-install-recommends", *APT_PACKAGES],
                        check=True, stdout=subprocess.DEVNULL)
-    if missing_pip:
-        subprocess.run([sys.executable, "-m", "pip", "install", "-q", "unicorn"], check=True)
+    if missing_pip:  # lastedge[mcu]
+        subprocess.run([sys.executable, "-m", "pip", "install", "-q", "unicorn>=2.0"], check=True)
     return time.perf_counter() - start
 
 
