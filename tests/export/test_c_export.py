@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 
 from lastedge.export import ParityError, to_tflite
+from lastedge.runtime import load
 from lastedge.export import c_parity
 from lastedge.export.c import build_c, to_c
 from lastedge.export.c_kernels import SQRT, pack_dictionary, zero_up_to
@@ -61,6 +62,19 @@ def test_the_integer_graph_is_the_int8_tflite_file(kind, tmp_path, random_model)
     runner.invoke()
     assert np.array_equal(runner.get_tensor(out["index"]), graph.int8_scores(Q))
     assert inp["quantization"] == (np.float32(graph.input_scale), graph.input_zero_point)
+
+
+def test_the_c_model_and_the_int8_tflite_file_give_the_same_scores(digits, tmp_path):
+    """Through lastedge.runtime (numpy's preprocessing, LiteRT): every held-out digits row's int8
+    input levels and scores are the C's."""
+    pytest.importorskip("ai_edge_litert.interpreter")
+    model, X_train, _, X_test, _ = digits
+    c_model = build_c(model, precision="int8", calibration=X_train)
+    path = to_tflite(model, tmp_path / "m.tflite", int8=True, calibration=X_train)
+    graph, levels = c_model.graph, run_c(c_model, X_test)["q"]
+    expected = ((graph.int8_scores(levels).astype(np.float32) - np.float32(graph.output_zero_point))
+                * np.float32(graph.output_scale))
+    assert np.array_equal(load(path, backend="litert").decision_function(X_test), expected)
 
 
 def test_zero_up_to_is_the_last_accumulator_that_gives_a_zero_feature():
