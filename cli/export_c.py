@@ -59,9 +59,9 @@ def run_export_c(args: argparse.Namespace, model: Any, rows: Any) -> int:
 
 def c_parity_line(parity: dict[str, Any], source: str) -> str:
     """One line of the C check's figures."""
-    if parity["precision"] == "int8":
+    if parity["precision"] != "fp32":
         exact = "bit-exact" if parity["scores_identical"] and parity["input_identical"] else "DIFFERENT"
-        text = f"int8 scores {exact} with the integer graph"
+        text = f"{parity['precision']} scores {exact} with the integer graph"
     else:
         text = f"max score error {parity['max_score_error']:.3g}"
     text = (f"C parity on {parity['rows']} rows ({source}) + {parity['probe_rows']} probes (host "

@@ -17,10 +17,10 @@ from lastedge.runtime import Model, write_atomically
 
 from .c_source import PREFIX, render
 from .calibration import DEFAULT_MARGIN
-from .int8_reference import Int8Graph
+from .int8_reference import IntegerGraph
 from .metadata import check_model
 
-PRECISIONS = ("fp32", "int8")
+PRECISIONS = ("fp32", "int8", "int16x8")
 
 
 class CModel(NamedTuple):
@@ -30,7 +30,7 @@ class CModel(NamedTuple):
     source: str
     prefix: str
     model: Model
-    graph: Int8Graph | None  # the integer graph of an int8 model
+    graph: IntegerGraph | None  # the integer graph of an int8 model
 
     def write(self, out_dir: str | os.PathLike) -> tuple[Path, Path]:
         """Write ``PREFIX.h`` and ``PREFIX.c`` into ``out_dir`` (created if missing), atomically."""
@@ -54,10 +54,10 @@ def build_c(model: Any, *, precision: str = "fp32", calibration: Any = None,
         raise ValueError(f"prefix must be a C identifier (a letter, then letters, digits or _), "
                          f"got {prefix!r}")
     graph = None
-    if precision == "int8":
-        graph = Int8Graph.build(model, calibration, margin=margin)
+    if precision != "fp32":
+        graph = IntegerGraph.build(model, calibration, margin=margin, precision=precision)
     elif calibration is not None:
-        raise ValueError("calibration applies to int8 export only (precision='int8')")
+        raise ValueError("calibration applies to integer exports only (precision='int8' or 'int16x8')")
     description = (f"{model.n_features} features, {model.n_atoms} atoms, "
                    f"{model.n_outputs} output(s), {precision}")
     return CModel(*render(model, prefix, graph, description), prefix, model, graph)
@@ -81,13 +81,14 @@ def to_c(
     model : Model (or a fitted estimator with ``to_model()``)
     out_dir : folder for the two files (created if missing); existing files of the same names
         are replaced atomically.
-    precision : "fp32" (float32 constants, about 4 bytes a weight) or "int8" (1 byte a weight,
-        integer arithmetic after the input's preprocessing; the int8 TFLite file's numbers).
-    calibration : int8 only: raw rows [n_rows, n_features] that set the activation ranges, as
+    precision : "fp32" (float32 constants, about 4 bytes a weight), "int8" (1 byte a weight,
+        integer arithmetic after the input's preprocessing; the int8 TFLite file's numbers) or
+        "int16x8" (int8 weights, int16 activations: TFLite's 16x8 mode, for low-margin models).
+    calibration : integer precisions only: raw rows [n_rows, n_features] that set the activation ranges, as
         for ``to_tflite(..., int8=True)``, >= 20 rows.
     prefix : the C identifier before every external name (``PREFIX_predict``, ...), so that two
         models link into one program.
-    margin : int8 only: widen each calibrated range by this fraction of its width.
+    margin : integer precisions only: widen each calibrated range by this fraction of its width.
     check_rows, check_labels : held-out raw rows (and their labels) on which the files are
         compiled with the host's C compiler and compared with the model before they are
         written (``c_parity.assert_c_parity``); a failed check raises ``ParityError`` and

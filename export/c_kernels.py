@@ -54,22 +54,22 @@ static float root(float a) /* a >= 0 and finite */
 }
 """
 
-# A float already divided by the input scale, to int8: rounded half to even (numpy.round) and
-# saturated, from its bits alone (a handful of integer operations, no float arithmetic: on cores
+# A float already divided by the input scale, to the input's integers (int8, or int16 for
+# 16x8): rounded half to even (numpy.round) and saturated, from its bits alone (a handful of integer operations, no float arithmetic: on cores
 # without an FPU a float comparison is a library call).
 QUANTIZE = r"""
-static int8_t quantize(float value)
+static SAMPLE quantize(float value)
 {
     union { float f; uint32_t u; } v;
     uint32_t magnitude;
     int32_t t;
     v.f = value;
     magnitude = v.u & 0x7FFFFFFFu;
-    if (magnitude >= 0x43800000u) { /* |value| >= 256, infinite or NaN: saturates */
-        t = 256;
+    if (magnitude >= SATURATE_BITS) { /* |value| >= SATURATED, infinite or NaN: saturates */
+        t = SATURATED;
     } else if (magnitude < 0x3F000000u) { /* |value| < 0.5 */
         t = 0;
-    } else { /* |value| = m * 2^-s with m in [2^23, 2^24) and s in 16..24 */
+    } else { /* |value| = m * 2^-s with m in [2^23, 2^24) and s in 8..24 */
         const uint32_t m = (magnitude & 0x7FFFFFu) | 0x800000u;
         const int s = 150 - (int)(magnitude >> 23);
         const uint32_t rest = m & ((1u << s) - 1u), half = 1u << (s - 1);
@@ -77,7 +77,7 @@ static int8_t quantize(float value)
         if (rest > half || (rest == half && (t & 1))) ++t;
     }
     t = (v.u >> 31 ? -t : t) + INPUT_ZERO_POINT;
-    return (int8_t)(t < -128 ? -128 : t > 127 ? 127 : t);
+    return (SAMPLE)(t < SAMPLE_MIN ? SAMPLE_MIN : t > SAMPLE_MAX ? SAMPLE_MAX : t);
 }
 """
 
@@ -94,11 +94,30 @@ typedef union { /* the input minus its zero point; per group of four: x0, x2, x1
     int32_t w[N_INPUT / 2];
 } Input;
 
-static void widen_from(const int8_t *q, Input *input, int i)
+static void widen_from(const SAMPLE *q, Input *input, int i)
 {
     for (; i < N_INPUT; ++i)
         input->h[(i & ~3) | ((i & 1) << 1) | ((i >> 1) & 1)] = (int16_t)(i < N_FEATURES ? q[i] - INPUT_ZERO_POINT : 0);
 }
+
+#if defined(LASTEDGE_DSP) && SAMPLE_MAX == 127
+#define SXTAB16_WIDEN 1 /* int8 input: SXTAB16 widens four values in two instructions */
+#else
+#define SXTAB16_WIDEN 0
+static void widen(const SAMPLE *q, Input *input)
+{
+    int g;
+    for (g = 0; g < N_FEATURES / 4; ++g) {
+        const SAMPLE *v = q + 4 * g;
+        int16_t *h = input->h + 4 * g;
+        h[0] = (int16_t)(v[0] - INPUT_ZERO_POINT);
+        h[1] = (int16_t)(v[2] - INPUT_ZERO_POINT);
+        h[2] = (int16_t)(v[1] - INPUT_ZERO_POINT);
+        h[3] = (int16_t)(v[3] - INPUT_ZERO_POINT);
+    }
+    widen_from(q, input, 4 * (N_FEATURES / 4));
+}
+#endif
 
 #if defined(LASTEDGE_DSP)
 #if !defined(__ARM_FEATURE_DSP)
@@ -108,7 +127,8 @@ static void widen_from(const int8_t *q, Input *input, int i)
 #include <string.h>
 #define WEIGHTS(atom) (dictionary.w + (atom) * (N_INPUT / 4))
 
-static void widen(const int8_t *q, Input *input) /* SXTAB16: four inputs in two instructions */
+#if SXTAB16_WIDEN
+static void widen(const SAMPLE *q, Input *input)
 {
     const int32_t offsets = (int32_t)((uint32_t)(uint16_t)(-INPUT_ZERO_POINT) * 0x10001u);
     int g;
@@ -122,6 +142,7 @@ static void widen(const int8_t *q, Input *input) /* SXTAB16: four inputs in two 
     }
     widen_from(q, input, 4 * (N_FEATURES / 4));
 }
+#endif
 
 static int32_t four_macs(uint32_t w, int32_t x02, int32_t x13, int32_t acc) /* SMLAD: two each */
 {
@@ -145,20 +166,6 @@ static void block(const Input *input, const uint32_t *w, int32_t *acc)
 }
 #else
 #define WEIGHTS(atom) (dictionary.b + (atom) * N_INPUT)
-
-static void widen(const int8_t *q, Input *input)
-{
-    int g;
-    for (g = 0; g < N_FEATURES / 4; ++g) {
-        const int8_t *v = q + 4 * g;
-        int16_t *h = input->h + 4 * g;
-        h[0] = (int16_t)(v[0] - INPUT_ZERO_POINT);
-        h[1] = (int16_t)(v[2] - INPUT_ZERO_POINT);
-        h[2] = (int16_t)(v[1] - INPUT_ZERO_POINT);
-        h[3] = (int16_t)(v[3] - INPUT_ZERO_POINT);
-    }
-    widen_from(q, input, 4 * (N_FEATURES / 4));
-}
 
 #define INPUT(xo, wo) do { \
         const int32_t v = x[(xo)]; \
@@ -189,8 +196,8 @@ static void add_feature(int atom, int32_t acc, int32_t *scores)
 {
     const int t = 31 - HIDDEN_SHIFT;
     const int64_t r = floor_shift((int64_t)acc * HIDDEN_MULTIPLIER + ((int64_t)1 << (t - 1)), t);
-    /* the int8 feature minus its zero point, 0 (the ReLU) .. 127 - z_f; padding atoms give 0 */
-    const int32_t f = r <= 0 ? 0 : r >= 127 - FEATURE_ZERO_POINT ? 127 - FEATURE_ZERO_POINT : (int32_t)r;
+    /* the feature minus its zero point, 0 (the ReLU) .. SAMPLE_MAX - z_f; padding atoms give 0 */
+    const int32_t f = r <= 0 ? 0 : r >= SAMPLE_MAX - FEATURE_ZERO_POINT ? SAMPLE_MAX - FEATURE_ZERO_POINT : (int32_t)r;
     if (f != 0) {
         const int8_t *w = output_weights + atom * N_OUTPUTS;
         int c;
@@ -202,7 +209,7 @@ static void add_feature(int atom, int32_t acc, int32_t *scores)
     }
 }
 
-static void core(const int8_t *q, int32_t *scores)
+static void core(const SAMPLE *q, int32_t *scores)
 {
     Input input;
     int atom, c;

@@ -5,7 +5,7 @@ compared with the Python model (and, for int8, with its integer graph in numpy, 
   of ``parity`` (``rtol * (1 + sum_j |w_j| (|z| @ |d_j| + |alpha|))``), identical predictions
   wherever the Python model's decision is clear of a tie by more than that.
 - int8: on the given rows and the probes, the int8 input levels, the int32 scores and the
-  predicted indices identical to :class:`.int8_reference.Int8Graph`'s; on the given rows,
+  predicted indices identical to :class:`.int8_reference.IntegerGraph`'s; on the given rows,
   predictions agreeing with the Python model on at least ``min_agreement`` of them and, with
   labels, accuracy dropping by at most ``max_accuracy_drop``.
 """
@@ -49,7 +49,7 @@ int main(int argc, char **argv)
 """
 
 QUANTIZE = """
-        int8_t q[UPPER_N_FEATURES];
+        UPPER_INPUT q[UPPER_N_FEATURES];
         PREFIX_quantize(x, q);
         fwrite(q, sizeof q, 1, out);"""
 
@@ -77,7 +77,7 @@ def run_c(c_model: Any, X: np.ndarray, flags: Sequence[str] = HOST_FLAGS) -> dic
     ``{"scores", "labels"}`` and, for int8, ``"q"`` (the int8 input rows)."""
     X = np.ascontiguousarray(X, dtype="<f4")
     int8 = c_model.graph is not None
-    fields = ([("q", "i1", (X.shape[1],))] if int8 else []) + [
+    fields = ([("q", c_model.graph.activation_dtype.newbyteorder("<"), (X.shape[1],))] if int8 else []) + [
         ("scores", "<i4" if int8 else "<f4", (c_model.model.n_outputs,)), ("labels", "<i4")]
     with tempfile.TemporaryDirectory(prefix="lastedge-c-") as folder:
         work = Path(folder)
@@ -158,7 +158,8 @@ def measure_c_parity(c_model: Any, X: Any, y: Any = None, *, rtol: float = 1e-4,
         raise ValueError(f"y must hold one label per row ({len(X)}), got shape {np.shape(y)}")
     rows = np.concatenate([X, probe_rows(model, X).astype(np.float32)])
     got = run_c(c_model, rows, flags)
-    figures: dict[str, Any] = {"precision": "fp32" if c_model.graph is None else "int8",
+    figures: dict[str, Any] = {"precision": "fp32" if c_model.graph is None else
+                               {1: "int8", 2: "int16x8"}[c_model.graph.activation_dtype.itemsize],
                                "rows": len(X), "probe_rows": len(rows) - len(X)}
     figures.update(_fp32_figures(model, rows, got, rtol) if c_model.graph is None
                    else integer_graph_figures(c_model, rows, got))

@@ -2,7 +2,7 @@
 source holding the constants (``static const``, so they stay in flash) and the kernels.
 
 fp32 keeps the model's own constants (``score = max(0, z @ D - alpha) @ W``); int8 takes those of
-the full-int8 TFLite file (:class:`.int8_reference.Int8Graph`), weights laid out by
+the full-int8 TFLite file (:class:`.int8_reference.IntegerGraph`), weights laid out by
 :func:`.c_kernels.pack_dictionary`.
 """
 
@@ -17,7 +17,7 @@ from lastedge.runtime import __version__
 from lastedge.runtime import Model
 
 from . import c_kernels, c_preprocess
-from .int8_reference import INT32_MAX, Int8Graph
+from .int8_reference import INT32_MAX, IntegerGraph
 
 PREFIX = re.compile(r"[A-Za-z][A-Za-z0-9_]*\Z")
 
@@ -68,19 +68,19 @@ void P_scores(const float *x, float *scores)
 """
 
 INT8_SCORES = r"""
-void P_quantize(const float *x, int8_t *q)
+void P_quantize(const float *x, SAMPLE *q)
 {
     preprocess(x, q);
 }
 
-void P_scores_q(const int8_t *q, int32_t *scores)
+void P_scores_q(const SAMPLE *q, int32_t *scores)
 {
     core(q, scores);
 }
 
 void P_scores(const float *x, int32_t *scores)
 {
-    int8_t q[N_FEATURES];
+    SAMPLE q[N_FEATURES];
     preprocess(x, q);
     P_scores_q(q, scores);
 }
@@ -129,11 +129,11 @@ void PREFIX_scores(const float *x, float *scores);
 INT8_DECLARATIONS = """/* The int32 scores[UPPER_N_OUTPUTS] of one raw row: real score = UPPER_SCORE_SCALE * score. */
 void PREFIX_scores(const float *x, int32_t *scores);
 
-/* One raw row preprocessed and quantized to the int8 input q[UPPER_N_FEATURES]. */
-void PREFIX_quantize(const float *x, int8_t *q);
+/* One raw row preprocessed and quantized to the integer input q[UPPER_N_FEATURES]. */
+void PREFIX_quantize(const float *x, UPPER_INPUT *q);
 
-/* The int32 scores of an int8 input row q (integer arithmetic only). */
-void PREFIX_scores_q(const int8_t *q, int32_t *scores);
+/* The int32 scores of an integer input row q (integer arithmetic only). */
+void PREFIX_scores_q(const UPPER_INPUT *q, int32_t *scores);
 """
 
 
@@ -166,17 +166,18 @@ def c_string(text: str) -> str:
     return '"' + "".join(out) + '"'
 
 
-def _check_int32_sums(graph: Int8Graph) -> None:
+def _check_int32_sums(graph: IntegerGraph) -> None:
     """Refuse a model whose int32 sums could overflow (the kernels add without checks): the
     largest hidden accumulator and the largest score any int8 input can give."""
-    deviation = 255  # the largest |q_x - z_x|, and the largest feature above its zero point
+    low, high = graph.limits
+    deviation = high - low  # at least the largest |q_x - z_x| and the largest feature above z_f
     hidden = deviation * np.abs(graph.dictionary.astype(np.int64)).sum(axis=1) + np.abs(graph.hidden_bias)
     scores = deviation * np.abs(graph.weights.astype(np.int64)).sum(axis=1)
     if max(hidden.max(), scores.max()) > INT32_MAX:
         raise ValueError("the model is too large for the int8 C kernels' int32 sums")
 
 
-def _constants(model: Model, graph: Int8Graph | None) -> tuple[dict[str, Any], list[str]]:
+def _constants(model: Model, graph: IntegerGraph | None) -> tuple[dict[str, Any], list[str]]:
     """The ``#define`` values and the arrays of the source."""
     gain = c_preprocess.gains(model, None if graph is None else graph.input_scale)
     defines: dict[str, Any] = {"N_FEATURES": model.n_features, "N_ATOMS": model.n_atoms,
@@ -195,7 +196,11 @@ def _constants(model: Model, graph: Int8Graph | None) -> tuple[dict[str, Any], l
                    INPUT_ZERO_POINT=f"({graph.input_zero_point})",
                    FEATURE_ZERO_POINT=f"({graph.feature_zero_point})",
                    HIDDEN_MULTIPLIER=graph.hidden_multiplier, HIDDEN_SHIFT=f"({graph.hidden_shift})",
-                   ZERO_UP_TO=c_kernels.zero_up_to(graph.hidden_multiplier, graph.hidden_shift))
+                   ZERO_UP_TO=c_kernels.zero_up_to(graph.hidden_multiplier, graph.hidden_shift),
+                   SAMPLE_MIN=f"({graph.limits[0]})", SAMPLE_MAX=graph.limits[1],
+                   # |values| from which quantize saturates: 256.0f (int8), 65536.0f (int16) as bits
+                   SATURATE_BITS=f"0x{int(np.float32(2 * (graph.limits[1] + 1)).view(np.uint32)):08X}u",
+                   SATURATED=2 * (graph.limits[1] + 1))
     if np.any(graph.output_bias):  # LAST's output layer has none; the kernels start scores at 0
         raise ValueError("the C export expects a zero output bias")
     _check_int32_sums(graph)
@@ -209,13 +214,15 @@ def _constants(model: Model, graph: Int8Graph | None) -> tuple[dict[str, Any], l
     return defines, arrays
 
 
-def render(model: Model, prefix: str, graph: Int8Graph | None, description: str) -> tuple[str, str]:
+def render(model: Model, prefix: str, graph: IntegerGraph | None, description: str) -> tuple[str, str]:
     """The header and the source text of ``model`` (int8 when ``graph`` is given)."""
     upper = prefix.upper()
     defines, arrays = _constants(model, graph)
     fp32 = graph is None
+    sample = "float" if fp32 else f"int{graph.activation_dtype.itemsize * 8}_t"
     header_defines = ("" if fp32 else
-                      f"#define {upper}_SCORE_SCALE {graph.score_scale!r} /* of the int32 scores */\n")
+                      f"#define {upper}_SCORE_SCALE {graph.score_scale!r} /* of the int32 scores */\n"
+                      f"#define {upper}_INPUT {sample} /* the integer input of {prefix}_scores_q */\n")
     header = (HEADER.replace("DECLARATIONS", FP32_DECLARATIONS if fp32 else INT8_DECLARATIONS)
               .replace("DEFINES", header_defines).replace("GUARD", f"{upper}_H")
               .replace("DESCRIPTION", description).replace("VERSION", __version__)
@@ -224,7 +231,7 @@ def render(model: Model, prefix: str, graph: Int8Graph | None, description: str)
     for name in ("N_FEATURES", "N_ATOMS", "N_OUTPUTS", "N_CLASSES"):
         header = header.replace(f"{name}_VALUE", str(defines[name]))
     labels = ", ".join(c_string(str(label)) for label in model.classes.tolist())
-    sample, store = ("float", "(v)") if fp32 else ("int8_t", "quantize(v)")
+    store = "(v)" if fp32 else "quantize(v)"
     parts = [f'/* {prefix}.c: see {prefix}.h. Generated by lastedge {__version__}; do not edit. */\n'
              f'#include "{prefix}.h"\n',
              "".join(f"#define {name} {value}\n" for name, value in defines.items()),

@@ -39,9 +39,9 @@ int main(void)
         uint32_t bits[LASTEDGE_N_OUTPUTS];
         const int label = lastedge_predict(test_rows[row]);
         lastedge_scores(test_rows[row], scores);
-#if defined(LASTEDGE_SCORE_SCALE) /* int8: the integer entry point gives the same scores */
+#if defined(LASTEDGE_SCORE_SCALE) /* integer models: the integer entry point gives the same scores */
         {
-            int8_t q[LASTEDGE_N_FEATURES];
+            LASTEDGE_INPUT q[LASTEDGE_N_FEATURES];
             int32_t again[LASTEDGE_N_OUTPUTS];
             lastedge_quantize(test_rows[row], q);
             lastedge_scores_q(q, again);

@@ -18,7 +18,7 @@ from lastedge.export.c import build_c, to_c
 from lastedge.export.c_kernels import SQRT, pack_dictionary, zero_up_to
 from lastedge.export.c_parity import (HOST_FLAGS, compiler, integer_graph_figures,
                                       measure_c_parity, run_c)
-from lastedge.export.int8_reference import Int8Graph, quantize_multiplier, requantize
+from lastedge.export.int8_reference import IntegerGraph, quantize_multiplier, requantize
 
 KINDS = ("none", "l2", "center-l2", "standardize")
 
@@ -51,7 +51,7 @@ def test_the_integer_graph_is_the_int8_tflite_file(kind, tmp_path, random_model)
     """LiteRT's kernels on random int8 rows give the graph's int8 scores, every one."""
     interpreter = pytest.importorskip("ai_edge_litert.interpreter")
     model, X = random_model(n_features=24, n_atoms=30, n_classes=4, kind=kind, seed=3)
-    graph = Int8Graph.build(model, X[:150])
+    graph = IntegerGraph.build(model, X[:150])
     path = to_tflite(model, tmp_path / "m.tflite", int8=True, calibration=X[:150])
     Q = np.random.default_rng(1).integers(-128, 128, (2000, 24)).astype(np.int8)
     runner = interpreter.Interpreter(model_path=str(path))
@@ -60,8 +60,34 @@ def test_the_integer_graph_is_the_int8_tflite_file(kind, tmp_path, random_model)
     runner.allocate_tensors()
     runner.set_tensor(inp["index"], Q)
     runner.invoke()
-    assert np.array_equal(runner.get_tensor(out["index"]), graph.int8_scores(Q))
+    assert np.array_equal(runner.get_tensor(out["index"]), graph.quantized_scores(Q))
     assert inp["quantization"] == (np.float32(graph.input_scale), graph.input_zero_point)
+
+
+@pytest.mark.parametrize("kind", ["none", "center-l2"])
+def test_the_16x8_graph_is_litert_16x8_kernels(kind, tmp_path, random_model):
+    """A 16x8 TFLite file of ``int16x8.tensors`` (FULLY_CONNECTED version 7) in LiteRT gives the
+    graph's int16 scores on random int16 rows, every one."""
+    interpreter = pytest.importorskip("ai_edge_litert.interpreter")
+    from lastedge.export import int16x8, tflite
+    from lastedge.export.calibration import Ranges
+    from lastedge.export.metadata import build_metadata, dumps
+
+    model, X = random_model(n_features=24, n_atoms=30, n_classes=4, kind=kind, seed=4)
+    ranges = Ranges.measure(model, X[:150])
+    graph = IntegerGraph.from_ranges(model, ranges, "int16x8")
+    data = tflite._Writer(tflite.check_schema()).write(
+        int16x8.tensors(model, ranges), dumps(build_metadata(model, precision="int16x8", preprocess_in_graph=False)),
+        "16x8", op_version=7)
+    (tmp_path / "m.tflite").write_bytes(data)
+    Q = np.random.default_rng(1).integers(-32768, 32768, (2000, 24)).astype(np.int16)
+    runner = interpreter.Interpreter(model_path=str(tmp_path / "m.tflite"))
+    (inp,), (out,) = runner.get_input_details(), runner.get_output_details()
+    runner.resize_tensor_input(inp["index"], Q.shape)
+    runner.allocate_tensors()
+    runner.set_tensor(inp["index"], Q)
+    runner.invoke()
+    assert np.array_equal(runner.get_tensor(out["index"]), graph.quantized_scores(Q))
 
 
 def test_the_c_model_and_the_int8_tflite_file_give_the_same_scores(digits, tmp_path):
@@ -72,7 +98,7 @@ def test_the_c_model_and_the_int8_tflite_file_give_the_same_scores(digits, tmp_p
     c_model = build_c(model, precision="int8", calibration=X_train)
     path = to_tflite(model, tmp_path / "m.tflite", int8=True, calibration=X_train)
     graph, levels = c_model.graph, run_c(c_model, X_test)["q"]
-    expected = ((graph.int8_scores(levels).astype(np.float32) - np.float32(graph.output_zero_point))
+    expected = ((graph.quantized_scores(levels).astype(np.float32) - np.float32(graph.output_zero_point))
                 * np.float32(graph.output_scale))
     assert np.array_equal(load(path, backend="litert").decision_function(X_test), expected)
 
@@ -111,14 +137,14 @@ def test_the_square_root_is_correctly_rounded(tmp_path):
     assert np.array_equal(np.frombuffer(out.stdout, np.float32), np.sqrt(values))
 
 
-@pytest.mark.parametrize("precision", ["fp32", "int8"])
+@pytest.mark.parametrize("precision", ["fp32", "int8", "int16x8"])
 def test_the_compiled_model_matches_on_held_out_digits(digits, precision):
     model, X_train, _, X_test, y_test = digits
-    c_model = build_c(model, precision=precision, calibration=X_train if precision == "int8" else None)
+    c_model = build_c(model, precision=precision, calibration=X_train if precision != "fp32" else None)
     figures = measure_c_parity(c_model, X_test, y_test)
     assert figures["problems"] == []
-    assert figures["agreement"] >= (0.99 if precision == "int8" else 1.0)
-    if precision == "int8":
+    assert figures["agreement"] >= (1.0 if precision == "fp32" else 0.99)
+    if precision != "fp32":
         assert figures["input_identical"] and figures["scores_identical"] and figures["labels_identical"]
     else:
         assert figures["within_tolerance"] and figures["max_score_error"] < 1e-4
@@ -132,10 +158,11 @@ def _extreme_rows(X: np.ndarray) -> np.ndarray:
                            X[:3] * 1e-42, signs * 3e38, signs * 1e-45, X[:2] + 1e6]).astype(np.float32)
 
 
+@pytest.mark.parametrize("precision", ["int8", "int16x8"])
 @pytest.mark.parametrize("kind", KINDS)
-def test_int8_is_bit_exact_on_any_finite_rows(kind, random_model):
+def test_integers_are_bit_exact_on_any_finite_rows(kind, precision, random_model):
     model, X = random_model(n_features=20, n_atoms=13, n_classes=3, kind=kind, seed=5)
-    c_model = build_c(model, precision="int8", calibration=X[:200])
+    c_model = build_c(model, precision=precision, calibration=X[:200])
     rows = _extreme_rows(X[200:])
     figures = integer_graph_figures(c_model, rows, run_c(c_model, rows))
     assert figures["input_identical"] and figures["scores_identical"] and figures["labels_identical"]
@@ -194,7 +221,7 @@ def test_to_c_proves_the_files_before_writing_them(digits, tmp_path, monkeypatch
     ({"precision": "int16"}, "precision must be one of"),
     ({"prefix": "2fast"}, "prefix must be a C identifier"),
     ({"prefix": "a-b"}, "prefix must be a C identifier"),
-    ({"calibration": np.zeros((30, 64))}, "calibration applies to int8"),
+    ({"calibration": np.zeros((30, 64))}, "calibration applies to integer exports only"),
     ({"precision": "int8"}, "needs calibration rows"),
 ])
 def test_bad_arguments_are_refused(digits, arguments, message):
@@ -208,10 +235,10 @@ def test_a_file_in_the_way_is_refused(digits, tmp_path):
         to_c(digits[0], tmp_path / "taken")
 
 
-@pytest.mark.parametrize("precision", ["fp32", "int8"])
+@pytest.mark.parametrize("precision", ["fp32", "int8", "int16x8"])
 def test_no_undefined_behaviour_under_the_sanitizers(precision, random_model):
     model, X = random_model(n_features=20, n_atoms=13, n_classes=3, kind="center-l2", seed=5)
-    c_model = build_c(model, precision=precision, calibration=X[:200] if precision == "int8" else None)
+    c_model = build_c(model, precision=precision, calibration=X[:200] if precision != "fp32" else None)
     flags = (*HOST_FLAGS, "-g", "-fsanitize=undefined,address", "-fno-sanitize-recover=all")
     rows = _extreme_rows(X[200:])
     assert np.array_equal(run_c(c_model, rows, flags)["labels"], run_c(c_model, rows)["labels"])
