@@ -3,9 +3,10 @@
     python benchmarks/mcu.py [--quick] [--json figures.json]
 
 Models: the digits LAST models (64 features, 10 classes: one-vs-all 10 x 5 atoms and 50 shared
-atoms, center-l2, trained here in seconds) and MNIST-shaped ones (784 features, l2, random
+atoms, center-l2, and a low-margin one on noisy digits; trained here in seconds) and MNIST-shaped ones (784 features, l2, random
 weights with ~10 % of the features active: 400 atoms, and 4000 (the one-vs-all size) where it
-fits). Each as int8 (and, on M4, int8 with -DLASTEDGE_DSP) and fp32, built with examples/mcu,
+fits). Each as int8, int16x8 (int16 activations; with -DLASTEDGE_DSP too on M4) and fp32, with
+its predictions' agreement with the Python model on the held-out rows (host build), built with examples/mcu,
 run under QEMU and compared bit for bit with the host (``same``), sized from the model's object
 file (flash = code + constants; RAM = the stack one prediction took, the model has no data or
 bss) beside the sizes ``c_size`` predicted from the shapes, and counted in unicorn: instructions
@@ -28,6 +29,7 @@ import numpy as np
 from lastedge.export import to_tflite
 from lastedge.export.c import build_c
 from lastedge.export.c_emulate import CORES, check_on_core
+from lastedge.export.c_parity import measure_c_parity
 from lastedge.export.c_size import predict_size
 from lastedge.runtime import Model, Preprocess
 from lastedge.runtime.data import load_dataset
@@ -37,18 +39,24 @@ HARNESS_FLASH = 48 << 10  # main.c, newlib's printf and the stored rows, with ro
 
 
 def digits_models() -> list[tuple[str, Model, np.ndarray, np.ndarray]]:
-    """The two digits LAST models, their calibration rows and held-out rows."""
+    """The digits LAST models, their calibration rows and held-out rows: two good ones, and a
+    low-margin one (digits with noise of standard deviation 6 added, ~67 % accurate)."""
     from lastedge.train import LASTClassifier
 
     data = load_dataset("digits")
+    noise = np.random.default_rng(0)
+    noisy = [X + noise.normal(0, 6, X.shape) for X in (data.X_train, data.X_test)]
     models = []
-    for name, params in (("digits 10x5 ovr", {"n_atoms": 5}),
-                         ("digits 50 shared", {"n_atoms": 50, "multiclass": "shared"})):
+    for name, params, (X_train, X_test) in (
+            ("digits 10x5 ovr", {"n_atoms": 5}, (data.X_train, data.X_test)),
+            ("digits 50 shared", {"n_atoms": 50, "multiclass": "shared"}, (data.X_train, data.X_test)),
+            ("noisy digits 10", {"n_atoms": 10, "multiclass": "shared", "preprocess": "standardize",
+                                 "max_dca_iter": 10}, noisy)):
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            clf = LASTClassifier(preprocess="center-l2", random_state=0, verbose=0, **params)
-            clf.fit(data.X_train, data.y_train)
-        models.append((name, clf.to_model(), data.X_train, data.X_test))
+            clf = LASTClassifier(**{"preprocess": "center-l2", **params}, random_state=0, verbose=0)
+            clf.fit(X_train, data.y_train)
+        models.append((name, clf.to_model(), X_train.astype(np.float32), X_test.astype(np.float32)))
     return models
 
 
@@ -69,14 +77,15 @@ def measure(name: str, model: Model, calibration: np.ndarray, rows: np.ndarray, 
     folder.mkdir(parents=True)
     tflite = to_tflite(model, folder / "m.tflite", int8=True, calibration=calibration).stat().st_size
     results = []
-    for precision in ("int8", "fp32"):
-        c_model = build_c(model, precision=precision, calibration=calibration if precision == "int8" else None)
+    for precision in ("int8", "int16x8", "fp32"):
+        c_model = build_c(model, precision=precision, calibration=calibration if precision != "fp32" else None)
+        agreement = measure_c_parity(c_model, rows, min_agreement=0.0)["agreement"]
         for core in (CORES[c] for c in cores):
-            for dsp in (False, True) if core.dsp and precision == "int8" else (False,):
+            for dsp in (False, True) if core.dsp and precision != "fp32" else (False,):
                 predicted = predict_size(model, core.name, precision, dsp)
                 row = {"model": name, "tflite_int8_bytes": tflite, "predicted_flash": predicted["flash"],
                        "predicted_ram": predicted["ram"], "core": core.name, "dsp": dsp,
-                       "precision": precision}
+                       "precision": precision, "agreement": agreement}
                 if predicted["flash"] + HARNESS_FLASH > BOARD_FLASH[core.name]:
                     results.append({**row, "fits": False})
                     continue
@@ -87,7 +96,7 @@ def measure(name: str, model: Model, calibration: np.ndarray, rows: np.ndarray, 
     return results
 
 
-HEADER = (f"{'model':<18} {'core':<14} {'prec':<5} {'same':<5} {'flash B':>9} {'(pred.)':>9} "
+HEADER = (f"{'model':<18} {'core':<14} {'prec':<7} {'agree':>7} {'same':<5} {'flash B':>9} {'(pred.)':>9} "
           f"{'code B':>7} {'RAM B':>6} {'(pred.)':>7} {'instr/inf':>10} {'/MAC':>6} {'int/MAC':>7} "
           f"{'tflite B':>9}")
 
@@ -95,7 +104,7 @@ HEADER = (f"{'model':<18} {'core':<14} {'prec':<5} {'same':<5} {'flash B':>9} {'
 def line(f: dict) -> str:
     """One table row."""
     core = f["core"] + ("+dsp" if f["dsp"] else "")
-    head = f"{f['model']:<18} {core:<14} {f['precision']:<5} "
+    head = f"{f['model']:<18} {core:<14} {f['precision']:<7} {f['agreement']:>7.2%} "
     if not f["fits"]:
         return head + f"does not fit ({f['predicted_flash']:,} B predicted)"
     integer = f"{f['integer_per_mac']:.2f}" if "integer_per_mac" in f else "-"

@@ -30,7 +30,12 @@ class CModel(NamedTuple):
     source: str
     prefix: str
     model: Model
-    graph: IntegerGraph | None  # the integer graph of an int8 model
+    graph: IntegerGraph | None  # the integer graph of an int8 or int16x8 model
+
+    @property
+    def precision(self) -> str:
+        """"fp32", "int8" or "int16x8"."""
+        return "fp32" if self.graph is None else {1: "int8", 2: "int16x8"}[self.graph.activation_dtype.itemsize]
 
     def write(self, out_dir: str | os.PathLike) -> tuple[Path, Path]:
         """Write ``PREFIX.h`` and ``PREFIX.c`` into ``out_dir`` (created if missing), atomically."""

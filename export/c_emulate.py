@@ -226,7 +226,7 @@ def check_on_core(c_model: Any, X: np.ndarray, core: Core, folder: Path, *, dsp:
     predict = [count_instructions(run.elf, core, "lastedge_predict", row.tobytes())[0] for row in rows]
     macs = c_model.model.macs_per_sample
     figures = {
-        "core": core.name, "dsp": dsp, "precision": "fp32" if c_model.graph is None else "int8",
+        "core": core.name, "dsp": dsp, "precision": c_model.precision,
         "rows": len(X), "identical_to_host": run.differ == 0 and run.lines == host_lines(c_model, X),
         "flash_code": model_bytes["code"], "flash_constants": model_bytes["constants"] + model_bytes["data"],
         "ram_static": model_bytes["data"] + model_bytes["bss"], "stack": run.stack,

@@ -158,8 +158,7 @@ def measure_c_parity(c_model: Any, X: Any, y: Any = None, *, rtol: float = 1e-4,
         raise ValueError(f"y must hold one label per row ({len(X)}), got shape {np.shape(y)}")
     rows = np.concatenate([X, probe_rows(model, X).astype(np.float32)])
     got = run_c(c_model, rows, flags)
-    figures: dict[str, Any] = {"precision": "fp32" if c_model.graph is None else
-                               {1: "int8", 2: "int16x8"}[c_model.graph.activation_dtype.itemsize],
+    figures: dict[str, Any] = {"precision": c_model.precision,
                                "rows": len(X), "probe_rows": len(rows) - len(X)}
     figures.update(_fp32_figures(model, rows, got, rtol) if c_model.graph is None
                    else integer_graph_figures(c_model, rows, got))

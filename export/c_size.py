@@ -16,20 +16,32 @@ from typing import Any
 from .metadata import check_model
 
 # bytes of code: [core, variant][preprocess kind], the largest over shapes and constants (the
-# smallest is up to ~120 bytes less: binary models, per-tensor constants that fold)
+# smallest is up to ~200 bytes less: binary models, per-tensor constants that fold)
 CODE = {
     ("cortex-m4", "int8"): {"none": 936, "standardize": 956, "l2": 1340, "center-l2": 1376},
     ("cortex-m4", "int8-dsp"): {"none": 728, "standardize": 748, "l2": 1132, "center-l2": 1172},
+    ("cortex-m4", "int16x8"): {"none": 916, "standardize": 936, "l2": 1324, "center-l2": 1364},
+    ("cortex-m4", "int16x8-dsp"): {"none": 744, "standardize": 768, "l2": 1152, "center-l2": 1196},
     ("cortex-m4", "fp32"): {"none": 308, "standardize": 308, "l2": 684, "center-l2": 728},
     ("cortex-m3", "int8"): {"none": 928, "standardize": 944, "l2": 1348, "center-l2": 1408},
+    ("cortex-m3", "int16x8"): {"none": 916, "standardize": 932, "l2": 1340, "center-l2": 1392},
     ("cortex-m3", "fp32"): {"none": 292, "standardize": 304, "l2": 696, "center-l2": 744},
     ("cortex-m0", "int8"): {"none": 1060, "standardize": 1076, "l2": 1536, "center-l2": 1560},
+    ("cortex-m0", "int16x8"): {"none": 1048, "standardize": 1172, "l2": 1512, "center-l2": 1580},
     ("cortex-m0", "fp32"): {"none": 264, "standardize": 300, "l2": 736, "center-l2": 808},
 }
 # bytes of stack one prediction takes beside its row buffers (frames, saved registers)
-STACK = {("cortex-m4", "int8"): 100, ("cortex-m4", "int8-dsp"): 108, ("cortex-m4", "fp32"): 52,
-         ("cortex-m3", "int8"): 104, ("cortex-m3", "fp32"): 96,
-         ("cortex-m0", "int8"): 132, ("cortex-m0", "fp32"): 120}
+STACK = {("cortex-m4", "int8"): 100,
+         ("cortex-m4", "int8-dsp"): 108,
+         ("cortex-m4", "int16x8"): 100,
+         ("cortex-m4", "int16x8-dsp"): 108,
+         ("cortex-m4", "fp32"): 52,
+         ("cortex-m3", "int8"): 104,
+         ("cortex-m3", "int16x8"): 104,
+         ("cortex-m3", "fp32"): 96,
+         ("cortex-m0", "int8"): 132,
+         ("cortex-m0", "int16x8"): 132,
+         ("cortex-m0", "fp32"): 120}
 TARGETS = sorted({core for core, _ in CODE})
 
 
@@ -58,13 +70,15 @@ def buffer_bytes(model: Any, precision: str) -> int:
     n, m = model.n_features, model.n_outputs
     if precision == "fp32":
         return _up(4 * n, 8) + _up(4 * m, 8)  # the preprocessed row, the scores
-    return 2 * _up(n, 8) + _up(n, 8) + _up(4 * m, 8)  # int16 input, int8 row, int32 scores
+    row = n if precision == "int8" else 2 * n  # the quantized row: int8, or int16 for int16x8
+    return 2 * _up(n, 8) + _up(row, 8) + _up(4 * m, 8)  # + the widened int16 input, int32 scores
 
 
 def predict_size(model: Any, target: str = "cortex-m4", precision: str = "int8",
                  dsp: bool = False) -> dict[str, Any]:
     """Flash (code and constants) and RAM (the stack of one ``PREFIX_predict``) of ``model``
-    exported with ``to_c(model, ..., precision=precision)`` and built for ``target`` (with
+    exported with ``to_c(model, ..., precision=precision)`` ("fp32", "int8", "int16x8") and
+    built for ``target`` (with
     ``-DLASTEDGE_DSP`` when ``dsp``). Bytes; an upper bound for examples/mcu's build."""
     model = check_model(model)
     variant = f"{precision}-dsp" if dsp else precision

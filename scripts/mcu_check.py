@@ -4,8 +4,8 @@
 
 Installs what it needs when missing (Debian's gcc-arm-none-eabi, libnewlib-arm-none-eabi and
 qemu-system-arm without recommends, and the unicorn package from PyPI), timing the install;
-exports the model as C (fp32 and int8), proves it on the host (gcc -std=c99 -pedantic -Werror),
-builds examples/mcu for each core (M4 also with -DLASTEDGE_DSP for int8), runs it under QEMU,
+exports the model as C (int8, int16x8 and fp32), proves it on the host (gcc -std=c99 -pedantic -Werror),
+builds examples/mcu for each core (M4 also with -DLASTEDGE_DSP for the integer models), runs it under QEMU,
 compares every score bit for bit with the host's, and prints flash, RAM and instructions per
 inference (and per MAC). Exits 1 when any core's results differ from the host's.
 Without --model it trains the digits model of the docs (50 shared atoms, center-l2; seconds).
@@ -74,13 +74,13 @@ def check(model, rows, cores, folder: Path, n_rows: int) -> list[dict]:
     from lastedge.export.c_parity import assert_c_parity
 
     results = []
-    for precision in ("int8", "fp32"):
+    for precision in ("int8", "int16x8", "fp32"):
         c_model = build_c(model, precision=precision,
-                          calibration=rows.calibration if precision == "int8" else None)
+                          calibration=rows.calibration if precision != "fp32" else None)
         host = assert_c_parity(c_model, rows.X_check, rows.y_check)
         for name in cores:
             core = CORES[name]
-            for dsp in (False, True) if core.dsp and precision == "int8" else (False,):
+            for dsp in (False, True) if core.dsp and precision != "fp32" else (False,):
                 figures = check_on_core(c_model, rows.X_check[:n_rows], core, folder / precision, dsp=dsp)
                 figures["host_agreement"] = host["agreement"]
                 results.append(figures)

@@ -20,10 +20,10 @@ TYPE_BYTES = {"int8_t": 1, "int32_t": 4, "float": 4}
 
 
 @pytest.mark.parametrize("n, k, classes, kind", SHAPES)
-@pytest.mark.parametrize("precision", ["fp32", "int8"])
+@pytest.mark.parametrize("precision", ["fp32", "int8", "int16x8"])
 def test_predicted_constants_are_the_generated_arrays(n, k, classes, kind, precision, random_model):
     model, X = random_model(n_features=n, n_atoms=k, n_classes=classes, kind=kind, seed=1)
-    source = build_c(model, precision=precision, calibration=X[:100] if precision == "int8" else None).source
+    source = build_c(model, precision=precision, calibration=X[:100] if precision != "fp32" else None).source
     arrays = sum(TYPE_BYTES[ctype] * int(named or union) for ctype, named, union in
                  re.findall(r"(int8_t|int32_t|float) (?:\w+\[(\d+)\] =|b\[(\d+)\];)", source))
     strings = [len(str(c)) + 1 for c in range(classes)]  # labels 0, 1, ...: 4-byte aligned but the last
@@ -56,10 +56,10 @@ def test_the_script_runs_bit_exact_on_every_core(toolchain, tmp_path, digits_cas
                          capture_output=True, text=True)
     assert run.returncode == 0, run.stdout + run.stderr
     results = json.loads((tmp_path / "figures.json").read_text())["results"]
-    assert {(r["core"], r["precision"], r["dsp"]) for r in results} == {
-        ("cortex-m4", "int8", False), ("cortex-m4", "int8", True), ("cortex-m3", "int8", False),
-        ("cortex-m0", "int8", False), ("cortex-m4", "fp32", False), ("cortex-m3", "fp32", False),
-        ("cortex-m0", "fp32", False)}
+    integer = {(core, precision, dsp) for precision in ("int8", "int16x8") for core, dsp in
+               (("cortex-m4", False), ("cortex-m4", True), ("cortex-m3", False), ("cortex-m0", False))}
+    floats = {(core, "fp32", False) for core in ("cortex-m4", "cortex-m3", "cortex-m0")}
+    assert {(r["core"], r["precision"], r["dsp"]) for r in results} == integer | floats
     assert all(r["identical_to_host"] and r["ram_static"] == 0 for r in results)
 
 
@@ -69,13 +69,13 @@ def test_predicted_sizes_bound_the_built_ones(toolchain, tmp_path, n, k, classes
     from lastedge.export.c_emulate import CORES, build_and_run, sizes, write_project
 
     model, X = random_model(n_features=n, n_atoms=k, n_classes=classes, kind=kind, seed=2)
-    for precision in ("int8", "fp32"):
-        c_model = build_c(model, precision=precision, calibration=X[:100] if precision == "int8" else None)
+    for precision in ("int8", "int16x8", "fp32"):
+        c_model = build_c(model, precision=precision, calibration=X[:100] if precision != "fp32" else None)
         project = write_project(c_model, X[100:103], tmp_path / precision)
         for core in CORES.values():
-            for dsp in (False, True) if core.dsp and precision == "int8" else (False,):
+            for dsp in (False, True) if core.dsp and precision != "fp32" else (False,):
                 run = build_and_run(core, project, tmp_path / f"{precision}-{core.name}-{dsp}", dsp)
                 built, predicted = sizes(run.model_object), predict_size(model, core.name, precision, dsp)
                 assert predicted["flash_constants"] == built["constants"]
-                assert 0 <= predicted["flash_code"] - built["code"] <= 128
+                assert 0 <= predicted["flash_code"] - built["code"] <= 200
                 assert 0 <= predicted["ram"] - run.stack <= 64
