@@ -46,6 +46,18 @@ def test_quantize_multiplier_and_requantize_are_exact_fixed_point():
         quantize_multiplier(float("nan"))
 
 
+def _litert(interpreter, path, Q):
+    """A TFLite file's integer scores for integer rows ``Q`` in LiteRT, and its input's
+    (scale, zero point)."""
+    runner = interpreter.Interpreter(model_path=str(path))
+    (inp,), (out,) = runner.get_input_details(), runner.get_output_details()
+    runner.resize_tensor_input(inp["index"], Q.shape)
+    runner.allocate_tensors()
+    runner.set_tensor(inp["index"], Q)
+    runner.invoke()
+    return runner.get_tensor(out["index"]), inp["quantization"]
+
+
 @pytest.mark.parametrize("kind", KINDS)
 def test_the_integer_graph_is_the_int8_tflite_file(kind, tmp_path, random_model):
     """LiteRT's kernels on random int8 rows give the graph's int8 scores, every one."""
@@ -54,14 +66,9 @@ def test_the_integer_graph_is_the_int8_tflite_file(kind, tmp_path, random_model)
     graph = IntegerGraph.build(model, X[:150])
     path = to_tflite(model, tmp_path / "m.tflite", int8=True, calibration=X[:150])
     Q = np.random.default_rng(1).integers(-128, 128, (2000, 24)).astype(np.int8)
-    runner = interpreter.Interpreter(model_path=str(path))
-    (inp,), (out,) = runner.get_input_details(), runner.get_output_details()
-    runner.resize_tensor_input(inp["index"], Q.shape)
-    runner.allocate_tensors()
-    runner.set_tensor(inp["index"], Q)
-    runner.invoke()
-    assert np.array_equal(runner.get_tensor(out["index"]), graph.quantized_scores(Q))
-    assert inp["quantization"] == (np.float32(graph.input_scale), graph.input_zero_point)
+    scores, quantization = _litert(interpreter, path, Q)
+    assert np.array_equal(scores, graph.quantized_scores(Q))
+    assert quantization == (np.float32(graph.input_scale), graph.input_zero_point)
 
 
 @pytest.mark.parametrize("kind", ["none", "center-l2"])
@@ -81,13 +88,7 @@ def test_the_16x8_graph_is_litert_16x8_kernels(kind, tmp_path, random_model):
         "16x8", op_version=7)
     (tmp_path / "m.tflite").write_bytes(data)
     Q = np.random.default_rng(1).integers(-32768, 32768, (2000, 24)).astype(np.int16)
-    runner = interpreter.Interpreter(model_path=str(tmp_path / "m.tflite"))
-    (inp,), (out,) = runner.get_input_details(), runner.get_output_details()
-    runner.resize_tensor_input(inp["index"], Q.shape)
-    runner.allocate_tensors()
-    runner.set_tensor(inp["index"], Q)
-    runner.invoke()
-    assert np.array_equal(runner.get_tensor(out["index"]), graph.quantized_scores(Q))
+    assert np.array_equal(_litert(interpreter, tmp_path / "m.tflite", Q)[0], graph.quantized_scores(Q))
 
 
 def test_the_c_model_and_the_int8_tflite_file_give_the_same_scores(digits, tmp_path):
