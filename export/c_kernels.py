@@ -2,8 +2,8 @@
 
 Every function is ``static`` (the generated source has one external name per entry point, all
 under the model's prefix) and defined C99: no shift of a negative number, no signed overflow,
-no conversion of an out-of-range value, no libm. The int8 kernels read their weights in the
-layout of :func:`pack_dictionary`, which serves both the portable loop and the DSP extension's
+no conversion of an out-of-range value, no libm. The integer kernels (int8 or int16x8) read
+their int8 weights in the layout of :func:`pack_dictionary`, which serves both the portable loop and the DSP extension's
 SMLAD (two 16-bit MACs per instruction, compiled in with ``-DLASTEDGE_DSP`` on a core that has
 it): four atoms at a time, so each input is loaded once per four MACs.
 """
@@ -83,7 +83,7 @@ static SAMPLE quantize(float value)
 
 # The hidden layer, fused with the output layer: the input widened to int16 minus its zero point
 # once, then for each block of four atoms the int32 accumulators (TFLite's bias plus the sum of
-# (q_x - z_x) * q_d; with -DLASTEDGE_DSP two MACs per SMLAD), requantised to int8 features (one
+# (q_x - z_x) * q_d; with -DLASTEDGE_DSP two MACs per SMLAD), requantised to int8 (int16) features (one
 # rounding, half up: floor((acc * M + 2^(t-1)) / 2^t) with t = 31 - shift, the floor taken on
 # the value offset by 2^63 so no negative number is shifted), and each feature above the ReLU's
 # zero added into the scores with its row of output weights. Zero features (accumulators up to

@@ -170,11 +170,12 @@ def _check_int32_sums(graph: IntegerGraph) -> None:
     """Refuse a model whose int32 sums could overflow (the kernels add without checks): the
     largest hidden accumulator and the largest score any int8 input can give."""
     low, high = graph.limits
-    deviation = high - low  # at least the largest |q_x - z_x| and the largest feature above z_f
-    hidden = deviation * np.abs(graph.dictionary.astype(np.int64)).sum(axis=1) + np.abs(graph.hidden_bias)
-    scores = deviation * np.abs(graph.weights.astype(np.int64)).sum(axis=1)
+    inputs = max(high - graph.input_zero_point, graph.input_zero_point - low)  # largest |q_x - z_x|
+    features = high - graph.feature_zero_point  # the largest feature above its zero point
+    hidden = inputs * np.abs(graph.dictionary.astype(np.int64)).sum(axis=1) + np.abs(graph.hidden_bias)
+    scores = features * np.abs(graph.weights.astype(np.int64)).sum(axis=1)
     if max(hidden.max(), scores.max()) > INT32_MAX:
-        raise ValueError("the model is too large for the int8 C kernels' int32 sums")
+        raise ValueError("the model is too large for the C kernels' int32 sums at this precision")
 
 
 def _constants(model: Model, graph: IntegerGraph | None) -> tuple[dict[str, Any], list[str]]:

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from lastedge.export import ParityError, to_tflite
-from lastedge.runtime import load
+from lastedge.runtime import Model, load
 from lastedge.export import c_parity
 from lastedge.export.c import build_c, to_c
 from lastedge.export.c_kernels import SQRT, pack_dictionary, zero_up_to
@@ -228,6 +228,15 @@ def test_to_c_proves_the_files_before_writing_them(digits, tmp_path, monkeypatch
 def test_bad_arguments_are_refused(digits, arguments, message):
     with pytest.raises(ValueError, match=message):
         build_c(digits[0], **arguments)
+
+
+def test_sums_that_could_overflow_int32_are_refused(random_model):
+    """600 atoms of equal output weight: int16 features could sum past int32; int8 ones cannot."""
+    model, X = random_model(n_features=4, n_atoms=600, n_classes=3, seed=0)
+    model = Model(model.dictionary, np.ones_like(model.weights), model.classes, 1.0, model.preprocess)
+    build_c(model, precision="int8", calibration=X)
+    with pytest.raises(ValueError, match="too large for the C kernels' int32 sums"):
+        build_c(model, precision="int16x8", calibration=X)
 
 
 def test_a_file_in_the_way_is_refused(digits, tmp_path):
