@@ -75,7 +75,7 @@ def measure(name: str, model: Model, calibration: np.ndarray, rows: np.ndarray, 
             folder: Path, n_rows: int, count_rows: int) -> list[dict]:
     """Every precision on every core where the model fits the board's flash."""
     folder.mkdir(parents=True)
-    tflite = to_tflite(model, folder / "m.tflite", int8=True, calibration=calibration).stat().st_size
+    tflite = to_tflite(model, folder / "m.tflite", precision="int8", calibration=calibration).stat().st_size
     results = []
     for precision in ("int8", "int16x8", "fp32"):
         try:

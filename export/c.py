@@ -90,7 +90,7 @@ def to_c(
         integer arithmetic after the input's preprocessing; the int8 TFLite file's numbers) or
         "int16x8" (int8 weights, int16 activations: TFLite's 16x8 mode, for low-margin models).
     calibration : integer precisions only: raw rows [n_rows, n_features] that set the activation ranges, as
-        for ``to_tflite(..., int8=True)``, >= 20 rows.
+        for ``to_tflite(..., precision="int8")``, >= 20 rows.
     prefix : the C identifier before every external name (``PREFIX_predict``, ...), so that two
         models link into one program.
     margin : integer precisions only: widen each calibrated range by this fraction of its width.

@@ -24,6 +24,7 @@ from lastedge.runtime import Model
 from .calibration import DEFAULT_MARGIN, Ranges
 from .metadata import check_model
 from . import int16x8
+from .options import ExportOptions
 from .tflite import _layers  # the int8 TFLite file's tensors: one source for both formats
 
 INT32_MIN, INT32_MAX = -(1 << 31), (1 << 31) - 1
@@ -86,7 +87,7 @@ class IntegerGraph:
     @classmethod
     def build(cls, model: Any, calibration: Any, *, margin: float = DEFAULT_MARGIN,
               precision: str = "int8") -> "IntegerGraph":
-        """The graph ``to_tflite(model, ..., int8=True, calibration=..., margin=...)`` writes
+        """The graph ``to_tflite(model, ..., precision="int8", calibration=..., margin=...)`` writes
         (``precision="int16x8"``: the graph of ``int16x8.tensors``)."""
         model = check_model(model)
         return cls.from_ranges(model, Ranges.measure(model, calibration, margin), precision)
@@ -96,7 +97,8 @@ class IntegerGraph:
         """The graph for already measured activation ranges."""
         if precision not in ("int8", "int16x8"):
             raise ValueError(f"precision must be int8 or int16x8, got {precision!r}")
-        layers = _layers(model, True, ranges, False) if precision == "int8" else int16x8.tensors(model, ranges)
+        layers = (_layers(model, ExportOptions("tflite", "int8"), ranges) if precision == "int8"
+                  else int16x8.tensors(model, ranges))
         x, dictionary, bias1, features, weights, bias2, scores = layers
 
         def multipliers(inputs: Any, layer: Any, output: Any) -> tuple[int, int]:

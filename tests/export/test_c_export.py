@@ -64,7 +64,7 @@ def test_the_integer_graph_is_the_int8_tflite_file(kind, tmp_path, random_model)
     interpreter = pytest.importorskip("ai_edge_litert.interpreter")
     model, X = random_model(n_features=24, n_atoms=30, n_classes=4, kind=kind, seed=3)
     graph = IntegerGraph.build(model, X[:150])
-    path = to_tflite(model, tmp_path / "m.tflite", int8=True, calibration=X[:150])
+    path = to_tflite(model, tmp_path / "m.tflite", precision="int8", calibration=X[:150])
     Q = np.random.default_rng(1).integers(-128, 128, (2000, 24)).astype(np.int8)
     scores, quantization = _litert(interpreter, path, Q)
     assert np.array_equal(scores, graph.quantized_scores(Q))
@@ -97,7 +97,7 @@ def test_the_c_model_and_the_int8_tflite_file_give_the_same_scores(digits, tmp_p
     pytest.importorskip("ai_edge_litert.interpreter")
     model, X_train, _, X_test, _ = digits
     c_model = build_c(model, precision="int8", calibration=X_train)
-    path = to_tflite(model, tmp_path / "m.tflite", int8=True, calibration=X_train)
+    path = to_tflite(model, tmp_path / "m.tflite", precision="int8", calibration=X_train)
     graph, levels = c_model.graph, run_c(c_model, X_test)["q"]
     expected = ((graph.quantized_scores(levels).astype(np.float32) - np.float32(graph.output_zero_point))
                 * np.float32(graph.output_scale))
