@@ -130,7 +130,7 @@ def test_cli_refuses_a_precision_it_does_not_know(tmp_path, capsys):
     with pytest.raises(SystemExit) as exc:
         main(["export", "m.npz", "--format", "onnx", "--precision", "int4", "--out", str(tmp_path / "m.onnx")])
     assert exc.value.code == 2
-    assert "invalid choice: 'int4' (choose from 'fp32', 'int8', 'int8-dynamic')" in capsys.readouterr().err
+    assert "invalid choice: 'int4' (choose from 'fp32', 'int8', 'int8-dynamic', 'int16x8')" in capsys.readouterr().err
 
 
 @pytest.mark.parametrize("old", ["--int8", "--dynamic"])

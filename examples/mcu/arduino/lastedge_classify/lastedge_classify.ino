@@ -1,5 +1,5 @@
 // Classify rows sent over the serial port with a lastedge model exported as C:
-//   lastedge export model.npz --format c --out lastedge_classify --int8 --calibration digits
+//   lastedge export model.npz --format c --out lastedge_classify --precision int8 --calibration digits
 // puts lastedge.h and lastedge.c beside this sketch; the Arduino IDE compiles them with it.
 // Send one row as LASTEDGE_N_FEATURES numbers (separated by commas or spaces) per line; the
 // sketch answers with the predicted label and the microseconds the prediction took.
