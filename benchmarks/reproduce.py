@@ -150,7 +150,7 @@ EXPERIMENTS: dict[str, Experiment] = {
                            # about 8 minutes a candidate; mu = 0.1 is next to nothing beside 54000 hinge terms
                            "last-mu": {"grid": (0.0, 1.0, 10.0)}},
                  # mu (weight decay on the atoms) chosen on a 10 % hold-out of the training rows among
-                 # 0, 0.1, 1, 10 (hold-out errors 3.01, 1.64, 1.23, 1.64 %; docs/results.md)
+                 # 0, 0.1, 1, 10 (hold-out errors 3.01, 1.64, 1.23, 1.64 %; docs/benchmarks.md, USPS)
                  "usps": {"last": {"batch_size": 500, "inner_iter": 300, "max_dca_iter": 30, "n_jobs": 2,
                                    "mu": 1.0}}},
         cv_rows=5000,

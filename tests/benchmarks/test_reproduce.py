@@ -281,7 +281,7 @@ def test_narrowed_runs_name_their_figures_after_what_narrowed_them(import_benchm
     rows = [{**_row("last", 2, 30.0), "task": "deer-horse"}]
     test_data = {"deer-horse": (rng.rand(20, 3072), np.arange(20) % 2)}
     reproduce.make_figures(reproduce.EXPERIMENTS["deer-horse"], rows, kept, test_data, args)
-    # a full run's deer_horse_atoms.png (the one docs/results.md shows) is not overwritten
+    # a full run's deer_horse_atoms.png is not overwritten
     assert sorted(path.name for path in tmp_path.iterdir()) == [
         "deer-horse-last-kmeans-svm-n2_accuracy.png", "deer_horse_last-kmeans-svm-n2_atoms.png",
         "deer_horse_last-kmeans-svm-n2_features_n2.png"]
