@@ -1,4 +1,4 @@
-"""What a device user meets following the README's device sections: ``lastedge predict`` on CSV rows
+"""What a device user meets following the device guide (docs/devices.md): ``lastedge predict`` on CSV rows
 and stdin says which option fixes a CSV of the wrong width, and does not wait silently on a terminal."""
 
 from __future__ import annotations

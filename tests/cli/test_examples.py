@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-pytestmark = pytest.mark.slow  # each runs a script or the README's commands in full
+pytestmark = pytest.mark.slow  # each runs a script in full
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 
