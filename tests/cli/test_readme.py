@@ -25,24 +25,25 @@ def test_readme_tour_runs(tmp_path):
     assert result.returncode == 0, result.stderr[-2000:]
     accuracy = float(re.search(r"device accuracy ([0-9.]+)", result.stdout).group(1))
     assert accuracy > 0.9
-    assert {"digits.npz", "digits.onnx", "digits.tflite"} <= {p.name for p in tmp_path.iterdir()}
+    assert {"digits.npz", "digits.onnx", "digits-int8.tflite"} <= {p.name for p in tmp_path.iterdir()}
 
 
-def console_example(start: str) -> tuple[list[str], list[str]]:
-    """The README's console example whose command starts with ``start``: its arguments after
-    ``lastedge`` and the lines shown under it."""
+def console_examples() -> list[tuple[list[str], list[str]]]:
+    """Every command of the README's console blocks, in order: its arguments after ``lastedge``
+    and the lines shown under it."""
+    examples = []
     for block in re.findall(r"```console\n(.*?)```", README.read_text(), flags=re.S):
         for entry in block.replace("\\\n", " ").split("$ ")[1:]:
             command, *shown = entry.splitlines()
-            if command.startswith(start):
-                return shlex.split(command)[1:], shown
-    raise LookupError(f"no console example starts with {start!r}")
+            assert command.startswith("lastedge "), command
+            examples.append((shlex.split(command)[1:], shown))
+    return examples
 
 
 def assert_prints_as_shown(argv: list[str], shown: list[str], capsys) -> None:
     """Each shown line is printed, up to one unit in each number (a row more or less on another
     CPU); times and file sizes (the ``training time`` and ``model`` lines) are not compared."""
-    assert main(argv) == 0
+    assert main(argv) == 0, argv
     printed = capsys.readouterr().out.splitlines()
     for line in shown:
         if line == "..." or line.startswith(("training time", "model ")):
@@ -57,22 +58,14 @@ def same_up_to_rounding(shown: str, printed: str) -> bool:
     return all(abs(a - b) <= 1 for a, b in zip(*values))
 
 
-def test_readme_train_and_predict_examples_print_what_they_show(tmp_path, monkeypatch, capsys):
+def test_readme_commands_run_in_order_and_print_what_they_show(tmp_path, monkeypatch, capsys):
+    """The command-line tour: train, export, predict, bench and inspect, each as written."""
     pytest.importorskip("torch")
     monkeypatch.chdir(tmp_path)
-    argv, shown = console_example("lastedge train --data digits --atoms 25")
-    assert_prints_as_shown([*argv, "--quiet"], shown, capsys)
-    assert_prints_as_shown(*console_example("lastedge predict digits.npz --data digits"), capsys)
-
-
-def test_readme_early_stopping_example_prints_what_it_shows(tmp_path, monkeypatch, capsys):
-    """It showed 'kept DCA iteration 5 of 6' at 91.85 %, an older trainer's figures."""
-    pytest.importorskip("torch")
-    pytest.importorskip("matplotlib")
-    monkeypatch.chdir(tmp_path)
-    argv, shown = console_example("lastedge train --data digits --atoms 10")
-    assert_prints_as_shown([*argv, "--quiet"], shown, capsys)
-    assert (tmp_path / "curve.png").stat().st_size > 0
+    examples = console_examples()
+    assert [argv[0] for argv, _ in examples] == ["train", "export", "predict", "bench", "inspect"]
+    for argv, shown in examples:
+        assert_prints_as_shown([*argv, "--quiet"] if argv[0] == "train" else argv, shown, capsys)
 
 
 def test_readme_layout_names_every_source_the_data_readers_load():
