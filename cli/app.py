@@ -55,7 +55,19 @@ def build_parser() -> _Parser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Run the CLI; returns the exit status (0 ok, 1 error, 2 usage, 130 interrupted)."""
+    """Run the ``lastedge`` command.
+
+    Parameters
+    ----------
+    argv : sequence of str, optional
+        The arguments after ``lastedge``; default ``sys.argv[1:]``. Tests pass a list.
+
+    Returns
+    -------
+    int
+        The exit status: 0 done, 1 an error (one line on stderr), 2 a command line that does not
+        parse, 130 interrupted.
+    """
     try:
         return _run(argv)
     except KeyboardInterrupt:  # also while the commands' modules are imported, before any runs

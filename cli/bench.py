@@ -15,7 +15,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                     "print one table (or --json: one object per file).")
     parser.add_argument("files", nargs="+", metavar="FILE", help="model files to compare")
     parser.add_argument("--threads", type=int, default=None,
-                        help="threads per backend (default 1, see the README section Threads); more "
+                        help="threads per backend (default 1, see the device guide, Threads); more "
                              "than the usable cores is warned of, as it skews latency")
     parser.add_argument("--batch", type=_int_list, default=[1], metavar="LIST",
                         help="comma-separated batch sizes (default 1), e.g. 1,64")

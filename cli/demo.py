@@ -17,8 +17,7 @@ import numpy as np
 from .common import CommandError
 
 PREPROCESS = "center-l2"
-# Measured on digits (2 cores): Adam, 5 x 300 steps: 0.9 % error in 12 s CPU; L-BFGS, 5 x 100
-# steps: 3.3 % in 48 s.
+# Adam: on digits at these settings more accurate than L-BFGS in a quarter of the time.
 SOLVER = "adam"
 PREDICT_REPEATS = 5  # predict ms: the median of these calls, on one BLAS thread
 

@@ -161,7 +161,7 @@ def _write_predictions(path: Path, classes: np.ndarray, labels: np.ndarray, scor
 def _image_size_of(args: argparse.Namespace, predictor: Any) -> tuple[int, int] | None:
     """``--image-size``, else the training images' size the model file records, else None. A
     size the model cannot read (neither H x W nor 3 x H x W values make its rows) is refused
-    before any image is decoded: it used to be found after reading a whole folder."""
+    before any image is decoded, not after a whole folder was read."""
     if args.image_size is not None:
         height, width = args.image_size
         if predictor.n_features not in (height * width, 3 * height * width):

@@ -4,7 +4,7 @@ For each file: load time, first inference, then for each batch size a warmup and
 run in alternating rounds across the files (the order reversed every other round) so that drift on
 a shared machine (thermal throttling, a neighbour's job) hits all of them alike. Each call is timed
 alone with ``perf_counter_ns``, garbage collection paused. One result dict per file, schema
-``SCHEMA`` (documented in the README, "lastedge bench --json schema").
+``SCHEMA`` (documented in docs/devices.md, "The JSON schema").
 """
 
 from __future__ import annotations
@@ -38,20 +38,24 @@ def bench(sources: Sequence[str | os.PathLike | Predictor], *, batch_sizes: Sequ
           cpus: Sequence[int] | None = None, X: np.ndarray | None = None,
           seed: int = 0, progress: Callable[[str, float | None], None] | None = None
           ) -> list[dict[str, Any]]:
-    """Benchmark model files (or loaded ``Predictor``s) side by side; one result dict per source.
+    """Benchmark model files (or loaded ``Predictor``s) side by side; one dict per source (``SCHEMA``).
 
     Parameters
     ----------
-    sources : paths to ``.npz``/``.onnx``/``.tflite`` files, or ``Predictor`` objects.
-    batch_sizes : rows per call; each gets its own warmup and timed calls.
-    runs : timed calls per file and batch size (split into ``ROUNDS`` rounds), or
-    seconds : time budget per file and batch size instead (default 1.0 when neither is given).
-    warmup : untimed calls per file and batch size before the timed ones.
-    threads, backend : passed to ``load`` for paths.
-    cpus : pin the process to these cores while benchmarking (emulates a small device; Linux).
-    X : rows to feed (tiled to the batch size); default standard-normal rows from ``seed``.
-    progress : called before each batch size's timed calls with a one-line description and their
-        expected seconds (None when unknown), so that a command can show long work; None: silent.
+    sources : sequence of str, os.PathLike or Predictor
+        ``.npz``, ``.onnx`` or ``.tflite`` files, or loaded predictors.
+    batch_sizes : sequence of int, default=(1,)
+        Rows per call; each gets its own warmup and timed calls.
+    runs, seconds, warmup : int or float, optional
+        Timed calls per file and batch size, or a time budget instead (default 1 s), after
+        ``warmup`` (default 10) untimed ones.
+    threads, backend, cpus : optional
+        ``threads`` and ``backend`` go to ``load``; ``cpus`` pins the process to these cores
+        while it runs (emulates a small device; Linux).
+    X, seed : array and int, optional
+        Rows to feed, tiled to the batch size; default standard-normal rows from ``seed``.
+    progress : callable, optional
+        Called before each batch size's timed calls with a description and their expected seconds.
     """
     runs, seconds = _check_budget(runs, seconds)
     batch_sizes = _check_batch_sizes(batch_sizes)
@@ -85,7 +89,7 @@ def bench(sources: Sequence[str | os.PathLike | Predictor], *, batch_sizes: Sequ
 
 
 class BenchInterrupted(KeyboardInterrupt):
-    """Ctrl-C during :func:`bench` after at least one batch size was timed: ``rows`` holds the
+    """Ctrl-C during ``bench`` after at least one batch size was timed: ``rows`` holds the
     results of every batch size timed in full (minutes of a slow device's work, not thrown away)."""
 
     def __init__(self, rows: list[dict[str, Any]]):
@@ -311,7 +315,7 @@ def current_rss_mib() -> float | None:
 
 def usable_cores(cpus: Sequence[int] | None = None) -> int | None:
     """How many cores this process may run on: ``cpus`` when pinned to them (None when some lie
-    outside its affinity, which :func:`pinned` refuses), else its affinity (Linux), else all the
+    outside its affinity, which ``pinned`` refuses), else its affinity (Linux), else all the
     machine's (None when unknown)."""
     allowed = os.sched_getaffinity(0) if hasattr(os, "sched_getaffinity") else None
     if cpus is None:

@@ -22,8 +22,8 @@ def int8_dot_product(cpuinfo: str | None) -> bool | None:
     """Whether the CPU has an 8-bit dot-product instruction, from ``/proc/cpuinfo`` text; None
     when unknown (no such file, or no feature list in it).
 
-    Without one, int8 files run little faster than fp32 (measured on an AVX2-only AMD EPYC:
-    1.1-1.4x, against 2.7-3.5x on an Intel Xeon; docs/results.md), so ``bench`` reports it.
+    Without one, int8 files run little faster than fp32 (docs/benchmarks.md, "Latency and int8"),
+    so ``bench`` reports it.
     """
     fields = (line.partition(":") for line in (cpuinfo or "").splitlines())
     feature_lists = [value.split() for key, _, value in fields

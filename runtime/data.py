@@ -1,6 +1,6 @@
 """Labelled rows from a data source, for ``lastedge train`` and ``lastedge predict``: ``.npz``
 (X_train, y_train, X_test, y_test), CSV with a label column, a folder of IDX files (MNIST's
-format, :mod:`.idx`), an image folder (one subfolder per class, :mod:`.images`), or the built-in
+format, ``runtime.idx``), an image folder (one subfolder per class, ``runtime.images``), or the built-in
 ``digits`` (scikit-learn's 8x8 digits, shipped with scikit-learn, no download).
 
 Reading ``.npz``, CSV and IDX files needs numpy only, so ``predict`` runs on a device's base
@@ -227,7 +227,7 @@ def load_csv(path: str | Path | TextIO,
     comma-separated file never has decimal commas. The first row is a header when it has a name
     where the next row has a number, or, in a file of one row, when it has no number at all.
     ``label_column`` is a column name (with a header) or index (negative counts from the end).
-    Labels are read by :func:`label_array`. A bad row is named by its line in the file.
+    Labels are read by ``label_array``. A bad row is named by its line in the file.
     """
     stream = not isinstance(path, (str, Path))
     name = getattr(path, "name", "the stream") if stream else Path(path).name
@@ -274,7 +274,7 @@ def load_csv(path: str | Path | TextIO,
 
 def _plain_numbers(lines: list[str], delimiter: str,
                    label_column: str | int | None) -> tuple[np.ndarray, np.ndarray | None] | None:
-    """What :func:`load_csv` returns, read by numpy's C parser, for the common large file: no
+    """What ``load_csv`` returns, read by numpy's C parser, for the common large file: no
     quotes, no decimal commas, every row as wide as the first and every feature cell a finite
     number numpy reads (a subset of what ``float`` reads, to the same value). None for any other
     file, which the cell-by-cell reader then reads and whose faults it names. A 20000 x 785 MNIST

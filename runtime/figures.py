@@ -121,8 +121,8 @@ def atoms_as_images(dictionaries: dict[str, np.ndarray], image_shape: tuple[int,
 
 def _draw_block(ax: Axes, images: list[np.ndarray], columns: int, captions: list[str] | None) -> None:
     """One label's atoms on ``ax``, which spans their grid of cells: the images as one mosaic, each
-    framed, with its caption under it. Three artists whatever the count: an Axes per atom took
-    11 ms of CPU each (10 classes of 1,000 atoms: 128 s, now 15 s, most of it the 206-megapixel page)."""
+    framed, with its caption under it. Three artists whatever the count: an Axes per atom was
+    far slower to draw for models of thousands of atoms."""
     from matplotlib.collections import PolyCollection
 
     grid = _CellGrid.of(images[0].shape, columns)
@@ -138,7 +138,7 @@ def _draw_block(ax: Axes, images: list[np.ndarray], columns: int, captions: list
 
 def _captions(ax: Axes, captions: list[str], anchors: list[tuple[float, float]]) -> PathCollection:
     """``captions`` as one artist, each centred 1 point under its anchor (data coordinates): the
-    outline of each distinct text is laid out once (a Text per atom cost 2 ms to draw). Blank
+    outline of each distinct text is laid out once (a Text per atom was slow to draw). Blank
     captions draw nothing (an outline of no glyph is no path at all)."""
     from matplotlib.collections import PathCollection
     from matplotlib.path import Path as Outline
@@ -269,10 +269,23 @@ def strongest_atoms(model: Model, per_output: int) -> tuple[dict[str, np.ndarray
 
 def model_atoms(model: Model, path: str | os.PathLike, image_shape: tuple[int, ...] | None = None,
                 channels_first: bool = False, per_output: int = ATOMS_PER_ROW) -> Path:
-    """Draw each output's strongest atoms as images, one row per class, captioned with whether the
-    atom votes for or against it. ``image_shape`` defaults to the shape the training data's images
-    had (recorded by ``lastedge train``), else a square grayscale image when the number of
-    features is a perfect square."""
+    """Draw each output's strongest atoms (largest ``|w| * ||d||``) as images, one row per class,
+    each captioned with whether it votes for or against the class; return the figure's path.
+
+    Parameters
+    ----------
+    model : Model
+        The trained model.
+    path : str or os.PathLike
+        A ``.png``, ``.pdf`` or ``.svg`` file, written atomically.
+    image_shape : tuple of int, optional
+        ``(H, W)`` or ``(H, W, 3)``; default: the shape the training images had (recorded by
+        ``lastedge train``), else a square grayscale image when the feature count is a square.
+    channels_first : bool, default=False
+        Each atom is stored as ``(3, H, W)`` flattened (CIFAR's rows) rather than channels last.
+    per_output : int
+        Atoms drawn per output.
+    """
     image_shape = image_shape or model.image_shape
     if image_shape is None:
         side = math.isqrt(model.n_features)
@@ -292,8 +305,8 @@ def model_atoms(model: Model, path: str | os.PathLike, image_shape: tuple[int, .
 
 
 def latency_chart(rows: list[dict], path: str | os.PathLike) -> Path:
-    """``lastedge bench`` results as bars: per batch size, each file's median call time, with a
-    line out to its p99 and a tick at its p90 (``rows`` as ``lastedge.runtime.bench`` returns them)."""
+    """Draw ``lastedge bench`` results to ``path``: per batch size, each file's median call time as
+    a bar, with a tick at its p90 and a line out to its p99; ``rows`` as ``bench`` returns them."""
     if not rows:
         raise ValueError("no bench results to draw")
     batch_sizes = sorted({b["batch_size"] for row in rows for b in row["batches"]})
@@ -322,8 +335,9 @@ def latency_chart(rows: list[dict], path: str | os.PathLike) -> Path:
 
 
 def confusion_chart(matrix: np.ndarray, labels: list, path: str | os.PathLike, title: str = "") -> Path:
-    """A confusion matrix (rows: true label, columns: predicted) as a heat map of each true label's
-    share, with the counts written in the cells (up to 20 labels)."""
+    """Draw a confusion matrix to ``path``: rows are true labels and columns predicted ones (one
+    per entry of ``labels``), coloured by each true label's share, with the counts written in the
+    cells (up to 20 labels)."""
     matrix = np.asarray(matrix)
     if matrix.ndim != 2 or matrix.shape != (len(labels), len(labels)):
         raise ValueError(f"matrix must be {len(labels)} x {len(labels)} for {len(labels)} labels, "

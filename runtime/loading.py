@@ -3,9 +3,9 @@
 The file kind comes from its name and first bytes; backend packages are imported here, lazily,
 and a missing one raises ``ImportError`` naming the extra to install.
 
-Threads default to 1: on small devices the second core bought almost nothing for models this small
-(one 784 x 4000 MatMul per sample) and two-thread runs showed multi-millisecond p99 stalls when the
-other core was busy. Measure your device with ``lastedge bench --threads N`` before raising it.
+Threads default to 1: these models are one small pair of matrix products per sample, so a second
+thread buys little and, when another process wants that core, stalls the calls. Measure a device
+with ``lastedge bench --threads N`` before raising it.
 """
 
 from __future__ import annotations
@@ -36,15 +36,31 @@ def load(path: str | os.PathLike, *, backend: str | None = None,
 
     Parameters
     ----------
-    path : the model file; its kind is checked against its content.
-    backend : None (the first installed of ``BACKENDS[kind]``) or ``"numpy"`` (``.npz``),
-        ``"onnxruntime"`` (``.onnx``), ``"litert"`` or ``"tflite_runtime"`` (``.tflite``).
-    threads : intra-op threads of onnxruntime, ``num_threads`` of the TFLite interpreter, the
-        OpenBLAS threads of numpy during a call; default 1 (see the module docstring).
-    trust : skip the check that an ``.onnx`` or ``.tflite`` graph is one lastedge writes (the
+    path : str or os.PathLike
+        The model file; its kind is read from its name and checked against its content.
+    backend : str, optional
+        ``"numpy"`` (``.npz``), ``"onnxruntime"`` (``.onnx``), ``"litert"`` or
+        ``"tflite_runtime"`` (``.tflite``); default: the first installed of ``BACKENDS[kind]``.
+    threads : int, optional
+        Intra-op threads of onnxruntime, ``num_threads`` of the TFLite interpreter, numpy's
+        OpenBLAS threads during a call; default 1 (see the module docstring).
+    trust : bool, default=False
+        Skip the check that an ``.onnx`` or ``.tflite`` graph is one lastedge writes (the
         operators, shapes and precision its exporter produces, see ``graph_rules``), for a graph
         of your own. Without it, a file from elsewhere can hold a loop or an allocation of a size
         it chooses, which hang or exhaust the device (the interpreters check neither).
+
+    Returns
+    -------
+    Predictor
+        The file on its backend, with ``predict`` and ``decision_function``.
+
+    Raises
+    ------
+    ValueError
+        The file is not a model lastedge wrote, or it is damaged, or ``backend`` cannot run it.
+    ImportError
+        No interpreter for the file is installed; the message names the extra to install.
     """
     path = Path(path)
     kind = sniff(path)

@@ -102,9 +102,8 @@ def in_row_blocks(score: Callable[[np.ndarray], np.ndarray], X: np.ndarray, widt
     """``score(X)``, called on consecutive blocks of rows whose results are stacked.
 
     A block holds at most ``BLOCK_ROWS`` rows, and fewer when a [rows, width] float32
-    intermediate would pass 16 MiB, so a large batch costs bounded memory on a small device
-    (onnxruntime scoring 10,000 rows through 4000 atoms in one call grew by ~540 MiB) and runs no
-    slower; a batch that fits one block is one plain call.
+    intermediate would pass 16 MiB, so a large batch costs bounded memory on a small device and
+    runs no slower (see the benchmarks page); a batch that fits one block is one plain call.
     """
     step = max(1, min(BLOCK_ROWS, _BLOCK_VALUES // max(1, width)))
     if len(X) <= step:

@@ -65,7 +65,7 @@ class Preprocess:
         """Return the preprocessed float32 copy of a 2-D array ``X``.
 
         Written for small batches too (a device classifies one row at a time): one copy, then
-        in-place arithmetic, about 12 us for a 64-feature row with ``"center-l2"``.
+        in-place arithmetic.
         """
         if self.kind == "none":
             return np.asarray(X, dtype=np.float32)
