@@ -179,23 +179,30 @@ def to_onnx(
 ) -> Path:
     """Export ``model`` to an ONNX file at ``path`` (written atomically) and return the path.
 
+    Options that do not apply to ``precision`` raise ``ValueError`` (``options``).
+
     Parameters
     ----------
-    model : Model (or a fitted estimator with ``to_model()``)
-    path : destination ending in ``.onnx``
-    precision : "fp32"; "int8": static QDQ, 8-bit weights and activations (stored as uint8)
-        calibrated on ``calibration``, run as integer ``QGemm`` kernels; "int8-dynamic": 8-bit
-        weights, each batch's activations quantized as the file runs, no calibration data.
-    calibration : "int8" only: raw rows [n_rows, n_features] (before preprocessing; a batch of
-        images [n_rows, H, W(, 3)] is flattened), >= 20 rows.
-    per_channel : "int8" only: one weight scale per atom and per output, not one per tensor.
-    margin : "int8" only: widen each calibrated range by this fraction of its width.
-    signed_weights : int8 precisions only: store the weights as int8 (zero point 0), not uint8:
-        about twice as fast in onnxruntime on CPUs with VNNI, wrong on x86 CPUs without it
-        (see ``onnx_int8``).
-    with_preprocessing : put the preprocessing in the graph so the file takes raw features.
-
-    Options that do not apply to ``precision`` raise ``ValueError`` (``options``).
+    model : Model
+        The model (or a fitted estimator with ``to_model()``).
+    path : str or os.PathLike
+        Destination ending in ``.onnx``.
+    precision : {"fp32", "int8", "int8-dynamic"}
+        "int8": static QDQ, 8-bit weights and activations (stored as uint8) calibrated on
+        ``calibration``, run as integer ``QGemm`` kernels; "int8-dynamic": 8-bit weights, each
+        batch's activations quantized as the file runs, no calibration data.
+    calibration : array, "int8" only
+        Raw rows [n_rows, n_features] (before preprocessing; a batch of images
+        [n_rows, H, W(, 3)] is flattened), >= 20 rows.
+    per_channel : bool, "int8" only
+        One weight scale per atom and per output, not one per tensor.
+    margin : float, "int8" only
+        Widen each calibrated range by this fraction of its width.
+    signed_weights : bool, int8 precisions only
+        Store the weights as int8 (zero point 0), not uint8: about twice as fast in onnxruntime
+        on CPUs with VNNI, wrong on x86 CPUs without it (see ``onnx_int8``).
+    with_preprocessing : bool
+        Put the preprocessing in the graph so the file takes raw features.
     """
     options = check_export_options("onnx", precision, calibration=calibration, per_channel=per_channel,
                                    margin=margin, signed_weights=signed_weights,

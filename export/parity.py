@@ -204,22 +204,25 @@ def measure_parity(
 ) -> dict[str, Any]:
     """Run the exported file at ``path`` in its interpreter(s) and compare it with ``model``.
 
-    Like ``assert_parity`` but never raises for out-of-bound figures: they are listed in the
-    result's ``problems`` (empty when the file is within every bound).
-
     Parameters
     ----------
-    model : the Model the file was exported from.
-    X : raw rows [n, n_features] (held out from calibration), at least ``min_rows`` (and one).
-    y : optional labels for the accuracy-drop check (int8) and the reported accuracy.
-    min_agreement : int8 predictions must agree with the model's on this share of ``X``; None
-        reports the share without bounding it, for rows that sample no data (synthetic ones,
-        built around the atoms' thresholds, where near-ties are common).
-    backends : interpreters to use; default every importable one for the file's format.
+    model : Model
+        The model the file at ``path`` was exported from.
+    X, y : array, and array or None
+        Raw rows [n, n_features] held out from calibration (>= ``min_rows``) and their labels
+        (for the int8 accuracy-drop check and the reported accuracy).
+    min_agreement : float or None
+        int8 predictions must agree with the model's on this share of ``X``; None reports it
+        unbounded, for synthetic rows built around the atoms' thresholds (near-ties are common).
+    backends : sequence of str, optional
+        Interpreters to use; default every importable one for the file's format.
 
-    Returns the figures (``max_score_error``, ``mean_score_error``, ``agreement``, accuracies,
-    ``clipped`` fractions for calibrated int8) of the worst backend, ``problems`` and
-    ``per_backend``.
+    Returns
+    -------
+    dict
+        The worst backend's figures (``max_score_error``, ``mean_score_error``, ``agreement``,
+        accuracies, calibrated int8's ``clipped`` fractions), ``per_backend``, and ``problems``:
+        every figure out of bounds (empty when none), listed where ``assert_parity`` raises.
     """
     model = check_model(model)
     X = _check_rows(model, X, y, min_rows)

@@ -269,24 +269,31 @@ def to_tflite(
 ) -> Path:
     """Export ``model`` to a TFLite file at ``path`` (written atomically) and return the path.
 
+    The file takes preprocessed input; the preprocessing is recorded in its ``lastedge`` metadata.
+
     Parameters
     ----------
-    model : Model (or a fitted estimator with ``to_model()``)
-    path : destination ending in ``.tflite``
-    precision : "fp32"; "int8": full integer (int8 input and output, symmetric int8 weights)
-        calibrated on ``calibration``; "int8-dynamic": int8 weights and float32 input, output and
-        thresholds, each FULLY_CONNECTED a hybrid kernel that quantizes its input row as it runs
-        (over the row's own range), no calibration data.
-    calibration : "int8" only: raw rows [n_rows, n_features] (before preprocessing; a batch of
-        images [n_rows, H, W(, 3)] is flattened), >= 20 rows.
-    per_channel : "int8" only: one weight scale per atom and per output, not one per tensor.
-        "int8-dynamic" files are per-tensor: hybrid kernels take per-channel scales from
-        FULLY_CONNECTED version 12, which the legacy tflite-runtime 2.14 lacks.
-    margin : "int8" only: widen each calibrated range by this fraction of its width.
-    signed_weights, with_preprocessing : ONNX only; True raises ``ValueError`` (the options of
-        both writers are one set, checked by ``options``).
-
-    The file takes preprocessed input; the preprocessing is recorded in its ``lastedge`` metadata.
+    model : Model
+        The model (or a fitted estimator with ``to_model()``).
+    path : str or os.PathLike
+        Destination ending in ``.tflite``.
+    precision : {"fp32", "int8", "int8-dynamic"}
+        "int8": full integer (int8 input and output, symmetric int8 weights) calibrated on
+        ``calibration``; "int8-dynamic": int8 weights and float32 input, output and thresholds,
+        each FULLY_CONNECTED a hybrid kernel that quantizes its input row as it runs (over the
+        row's own range), no calibration data.
+    calibration : array, "int8" only
+        Raw rows [n_rows, n_features] (before preprocessing; a batch of images
+        [n_rows, H, W(, 3)] is flattened), >= 20 rows.
+    per_channel : bool, "int8" only
+        One weight scale per atom and per output, not one per tensor. "int8-dynamic" files are
+        per-tensor: hybrid kernels take per-channel scales from FULLY_CONNECTED version 12, which
+        the legacy tflite-runtime 2.14 lacks.
+    margin : float, "int8" only
+        Widen each calibrated range by this fraction of its width.
+    signed_weights, with_preprocessing : bool
+        ONNX only; True raises ``ValueError`` (the options of both writers are one set, checked
+        by ``options``).
     """
     options = check_export_options("tflite", precision, calibration=calibration, per_channel=per_channel,
                                    margin=margin, signed_weights=signed_weights,
