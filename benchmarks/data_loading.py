@@ -26,7 +26,7 @@ from pathlib import Path
 import numpy as np
 
 from arguments import positive_int
-from lastedge.runtime import data as runtime_data
+from lastedge.runtime import csv_rows as csv_reader
 from lastedge.runtime.data import load_dataset
 from paper_data import DEFAULT_DATA, check_data
 
@@ -68,20 +68,20 @@ def write_sources(mnist: dict[str, np.ndarray], folder: Path, n_images: int,
 @contextlib.contextmanager
 def reading(name: str):
     """The CSV reader ``name`` asks for: cell by cell, or as ``load_csv`` chooses."""
-    plain = runtime_data._plain_numbers
+    plain = csv_reader._plain_numbers
     if name == CELL_BY_CELL:
-        runtime_data._plain_numbers = lambda *args: None
+        csv_reader._plain_numbers = lambda *args: None
     try:
         yield
     finally:
-        runtime_data._plain_numbers = plain
+        csv_reader._plain_numbers = plain
 
 
 def peak_mib(path: Path, cell_by_cell: bool) -> float:
     """Peak resident memory of a fresh process that reads ``path`` (MiB; Linux's VmHWM, which,
     unlike ``ru_maxrss``, does not carry over the forking parent's peak)."""
-    code = ("from pathlib import Path; from lastedge.runtime import data; "
-            + ("data._plain_numbers = lambda *a: None; " if cell_by_cell else "")
+    code = ("from pathlib import Path; from lastedge.runtime import csv_rows, data; "
+            + ("csv_rows._plain_numbers = lambda *a: None; " if cell_by_cell else "")
             + f"data.load_dataset({str(path)!r}); "
             "print(next(int(line.split()[1]) for line in Path('/proc/self/status').read_text().splitlines() "
             "if line.startswith('VmHWM')) / 1024)")

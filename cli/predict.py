@@ -108,7 +108,7 @@ def as_class_labels(y: np.ndarray, classes: np.ndarray) -> np.ndarray:
         whole = y.dtype.kind == "f" and np.all(np.mod(y, 1) == 0)
         return (y.astype(np.int64) if whole else y).astype(str)
     if classes.dtype.kind in "biuf" and y.dtype.kind == "U":
-        from lastedge.runtime.data import DECIMAL
+        from lastedge.runtime.csv_rows import DECIMAL
 
         by_value = {float(c): c for c in classes.tolist()}
         return np.array([by_value.get(float(text), text) if DECIMAL.fullmatch(text.strip()) else text
@@ -179,7 +179,8 @@ def _predict_rows(args: argparse.Namespace, n_features: int, image_size: tuple[i
     """(X, labels or None, description, image file names or None) for ``predict --data``; images
     are scaled to ``image_size`` (height, width) when given. X is an array, or for an .npz archive
     or an IDX folder a ``data_blocks.HeldOut`` whose rows are read a block at a time."""
-    from lastedge.runtime.data import is_image_folder, load_csv, load_dataset
+    from lastedge.runtime.csv_rows import load_csv
+    from lastedge.runtime.data import is_image_folder, load_dataset
     from lastedge.runtime.data_blocks import held_out
     from lastedge.runtime.images import IMAGE_SUFFIXES, class_folders, image_files, read_images
 

@@ -22,7 +22,8 @@ from typing import NamedTuple
 import numpy as np
 
 from lastedge.runtime import Model, check_input
-from lastedge.runtime.data import is_image_folder, load_csv, load_dataset
+from lastedge.runtime.csv_rows import load_csv
+from lastedge.runtime.data import is_image_folder, load_dataset
 from lastedge.runtime.images import class_folders, image_files, read_images
 from lastedge.runtime.model import NPZ_ERRORS, check_declared_sizes
 

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from lastedge.runtime import Model
-from lastedge.runtime.data import load_csv
+from lastedge.runtime.csv_rows import load_csv
 
 NAMES = np.array(["zero", "one", "two"])
 

@@ -55,7 +55,8 @@ def inspect_model(case: dict) -> None:
 
 def run_data(case: dict) -> None:
     """What ``train`` and ``predict --data`` read: a data set, or a CSV file."""
-    from lastedge.runtime.data import load_csv, load_dataset
+    from lastedge.runtime.csv_rows import load_csv
+    from lastedge.runtime.data import load_dataset
 
     if case["reader"] == "csv":
         load_csv(case["path"], -1)

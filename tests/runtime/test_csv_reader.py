@@ -1,4 +1,4 @@
-"""CSV files of plain numbers are read by numpy's C parser (``data._plain_numbers``); every other
+"""CSV files of plain numbers are read by numpy's C parser (``csv_rows._plain_numbers``); every other
 file by the cell-by-cell reader. Both must give the same rows and labels wherever the fast one
 answers, and the fast one must step aside wherever the other would say something different."""
 
@@ -7,8 +7,8 @@ import io
 import numpy as np
 import pytest
 
-from lastedge.runtime import data
-from lastedge.runtime.data import load_csv
+from lastedge.runtime import csv_rows
+from lastedge.runtime.csv_rows import load_csv
 
 PLAIN = {
     "header, labels last": "a,b,label\n1,2,0\n3.5,-4e-3,1\n",
@@ -45,7 +45,7 @@ NOT_PLAIN = {
 
 def _cell_by_cell(monkeypatch, text, **kwargs):
     with monkeypatch.context() as patch:
-        patch.setattr(data, "_plain_numbers", lambda *args: None)
+        patch.setattr(csv_rows, "_plain_numbers", lambda *args: None)
         return _read(text, **kwargs)
 
 
@@ -70,7 +70,7 @@ def _same(a, b):
 def test_plain_files_read_fast_as_cell_by_cell(name, label_column, monkeypatch):
     text = PLAIN[name]
     lines = io.StringIO(text).readlines()
-    fast = data._plain_numbers(lines, data._delimiter(lines, "t"), label_column)
+    fast = csv_rows._plain_numbers(lines, csv_rows._delimiter(lines, "t"), label_column)
     slow = _cell_by_cell(monkeypatch, text, label_column=label_column)
     if isinstance(slow, str):  # e.g. a text column read as features: the fast path steps aside
         assert fast is None
@@ -83,7 +83,7 @@ def test_plain_files_read_fast_as_cell_by_cell(name, label_column, monkeypatch):
 def test_a_label_column_by_name_reads_fast(monkeypatch):
     text = PLAIN["labels first"]
     lines = io.StringIO(text).readlines()
-    assert data._plain_numbers(lines, ",", "label") is not None
+    assert csv_rows._plain_numbers(lines, ",", "label") is not None
     assert _same(_read(text, label_column="label"), _cell_by_cell(monkeypatch, text, label_column="label"))
     assert "not found" in _read(text, label_column="lable")  # the cell-by-cell reader's message
 
@@ -92,7 +92,7 @@ def test_a_label_column_by_name_reads_fast(monkeypatch):
 def test_other_files_step_aside_and_read_cell_by_cell(name, monkeypatch):
     text = NOT_PLAIN[name]
     lines = io.StringIO(text).readlines()
-    assert data._plain_numbers(lines, data._delimiter(lines, "t"), -1) is None
+    assert csv_rows._plain_numbers(lines, csv_rows._delimiter(lines, "t"), -1) is None
     assert _same(_read(text), _cell_by_cell(monkeypatch, text))
 
 
@@ -104,7 +104,7 @@ def test_a_large_file_reads_fast_by_path(tmp_path, monkeypatch):
     path.write_text("label," + ",".join(f"p{i}" for i in range(50)) + "\n"
                     + "".join(f"{label}," + ",".join(map(str, row)) + "\n" for label, row in zip(y, X)))
     calls = []
-    plain = data._plain_numbers
-    monkeypatch.setattr(data, "_plain_numbers", lambda *args: calls.append(1) or plain(*args))
+    plain = csv_rows._plain_numbers
+    monkeypatch.setattr(csv_rows, "_plain_numbers", lambda *args: calls.append(1) or plain(*args))
     X_read, y_read = load_csv(path, label_column="label")
     assert calls and np.array_equal(X_read, X) and np.array_equal(y_read, y)

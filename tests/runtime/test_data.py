@@ -8,7 +8,8 @@ import zipfile
 import numpy as np
 import pytest
 
-from lastedge.runtime.data import label_array, load_csv, load_dataset
+from lastedge.runtime.csv_rows import label_array, load_csv
+from lastedge.runtime.data import load_dataset
 
 
 def write(path, text: str):

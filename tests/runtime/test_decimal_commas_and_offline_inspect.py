@@ -13,7 +13,7 @@ import time
 import pytest
 
 from lastedge.cli import main
-from lastedge.runtime.data import load_csv
+from lastedge.runtime.csv_rows import load_csv
 from lastedge.runtime.onnx_metadata import read_onnx_summary
 
 bench_module = sys.modules["lastedge.runtime.bench"]  # the package's ``bench`` is the function
