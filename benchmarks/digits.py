@@ -15,6 +15,7 @@ from sklearn.datasets import load_digits
 from sklearn.model_selection import train_test_split
 
 import harness
+import report
 
 PREPROCESS = "center-l2"
 
@@ -33,7 +34,7 @@ def main(argv: list[str] | None = None) -> int:
     print(f"Digits (sklearn, 1347 train / 450 test, {PREPROCESS}); N = atoms per one-vs-all head "
           "(the k-means encoder: one dictionary of 10 N atoms)"
           + ("; QUICK budgets, not results" if args.quick else "") + ".\n")
-    harness.report("digits", args, rows, harness.notes(budget))
+    report.report("digits", args, rows, harness.notes(budget))
     return 0
 
 

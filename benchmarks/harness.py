@@ -9,30 +9,25 @@ from __future__ import annotations
 
 import argparse
 import difflib
-import json
-import platform
 import sys
 import time
 import warnings
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 import sklearn
-import torch
 from sklearn.base import BaseEstimator, TransformerMixin
-from sklearn.model_selection import GridSearchCV, train_test_split
 from sklearn.neighbors import KNeighborsClassifier
 from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import FunctionTransformer
 from sklearn.svm import SVC, LinearSVC
 from threadpoolctl import threadpool_limits
 
+from arguments import atom_counts, output_file, seed
+from grid_search import CV_FOLDS, WidenedGridSearch
 from lastedge.runtime import Preprocess
-from lastedge.runtime.figures import check_figure_path
-from lastedge.runtime.model import check_output_path, write_atomically
 from lastedge.train import LASTClassifier, SGDSoftThresholdClassifier
 from lastedge.train.base import root_mean_square_norm
 from lastedge.train.baselines import SoftThresholdEncoderSVM
@@ -44,7 +39,6 @@ from lastedge.train.sparse_coding import SparseCodingSVM
 # The paper runs SGD for 250000 minibatch iterations; at ~2 ms an iteration on this 2-core machine
 # (plus 4 step-size trials of 1/5 the budget each) that is ~15 minutes a fit, so we use 20000.
 SGD_ITER = 20_000
-CV_FOLDS = 3
 PREDICT_REPEATS = 5
 # Fits show their progress bar (stderr) on a terminal, where a run of an hour would otherwise be
 # silent between rows, and not in a log file, where the bar's redraws would be noise.
@@ -92,51 +86,6 @@ class Method:
     label: str
     build: Callable[[Setting], Any]
     uses_atoms: bool = True
-
-
-class WidenedGridSearch:
-    """``GridSearchCV`` over log-spaced grids that widens any grid whose best value is on its edge.
-
-    Each widening adds two more decades on the side of the edge; after ``max_widenings`` the search
-    stops and ``on_edge_`` says whether the best is still on an edge.
-    """
-
-    def __init__(self, estimator, grid: dict[str, list[float]], max_widenings: int = 3,
-                 cv_rows: int | None = None, seed: int = 0):
-        self.estimator, self.grid, self.max_widenings = estimator, grid, max_widenings
-        self.cv_rows, self.seed = cv_rows, seed
-
-    def fit(self, X: np.ndarray, y: np.ndarray) -> WidenedGridSearch:
-        grid = {name: sorted(values) for name, values in self.grid.items()}
-        X_cv, y_cv = X, y
-        if self.cv_rows is not None and self.cv_rows < len(y):
-            X_cv, _, y_cv, _ = train_test_split(X, y, train_size=self.cv_rows, stratify=y,
-                                                random_state=self.seed)
-        for _ in range(self.max_widenings + 1):
-            search = GridSearchCV(self.estimator, grid, cv=CV_FOLDS, refit=X_cv is X).fit(X_cv, y_cv)
-            edges = {name: _edge(values, search.best_params_[name]) for name, values in grid.items()}
-            if not any(edges.values()):
-                break
-            for name, side in edges.items():
-                if side:
-                    grid[name] = _widen(grid[name], side)
-        self.best_params_ = search.best_params_
-        self.best_estimator_ = (search.best_estimator_ if X_cv is X else
-                                sklearn.clone(self.estimator).set_params(**self.best_params_).fit(X, y))
-        self.grid_ = grid
-        self.on_edge_ = any(edges.values())
-        return self
-
-    def predict(self, X: np.ndarray) -> np.ndarray:
-        return self.best_estimator_.predict(X)
-
-    def feature_sparsity(self, X: np.ndarray) -> float:
-        return self.best_estimator_.feature_sparsity(X)
-
-    def notes(self) -> str:
-        chosen = ", ".join(f"{name.split('__')[-1]}={value:g}" for name, value in self.best_params_.items())
-        subset = f" (CV on {self.cv_rows} rows)" if self.cv_rows else ""
-        return chosen + (" (on the grid's edge)" if self.on_edge_ else "") + subset
 
 
 # Weight decay on the atoms, (mu/2)||U||^2, for the "last-mu" method (mu = 0 is the paper's objective).
@@ -192,16 +141,6 @@ class ValidatedMu:
                else f"{self.holdout:.0%} hold-out")
         scores = ", ".join(f"{mu:g}: {100 * score:.2f}" for mu, score in self.scores_.items())
         return f"mu={self.mu_:g} ({how} accuracy % {scores}); {_notes(self.best_estimator_)}"
-
-
-def _edge(values: list[float], best: float) -> str | None:
-    return "low" if best == values[0] else "high" if best == values[-1] else None
-
-
-def _widen(values: list[float], side: str) -> list[float]:
-    if side == "low":
-        return [values[0] / 100, values[0] / 10] + values
-    return values + [values[-1] * 10, values[-1] * 100]
 
 
 class UnitMeanNorm(TransformerMixin, BaseEstimator):
@@ -367,24 +306,6 @@ def run_all(methods: list[str], n_atoms: list[int], data: tuple[np.ndarray, ...]
 
 
 # ------------------------------------------------------------------ output
-Column = tuple[str, str, str]  # header, row key, format
-COLUMNS: list[Column] = [
-    ("method", "label", "{}"), ("N", "n_atoms", "{}"), ("test error %", "error_pct", "{:.1f}"),
-    ("train s", "train_s", "{:.1f}"), ("predict ms", "predict_ms", "{:.2f}"),
-    ("zeros %", "zeros_pct", "{:.1f}"), ("chosen", "notes", "{}"),
-]
-
-
-def markdown_table(rows: list[dict[str, Any]], columns: list[Column] = COLUMNS) -> str:
-    """A Markdown table; missing values print as "-"."""
-    lines = ["| " + " | ".join(header for header, _, _ in columns) + " |",
-             "|" + "|".join("---" for _ in columns) + "|"]
-    for row in rows:
-        cells = ["-" if row.get(key) is None else fmt.format(row[key]) for _, key, fmt in columns]
-        lines.append("| " + " | ".join(cells) + " |")
-    return "\n".join(lines)
-
-
 def notes(budget: Budget) -> str:
     """The caption every table needs: budgets, what the times include, how they were taken."""
     trials = f"{len(DEFAULT_STEPS['sgd'])} step-size trials, {len(DEFAULT_STEPS['adam'])} with Adam"
@@ -395,39 +316,11 @@ def notes(budget: Budget) -> str:
             "SVM fits none, like LAST (the model has no bias).")
 
 
-def warning_lines(rows: list[dict[str, Any]]) -> list[str]:
-    """One line per method run that raised warnings during fit."""
-    return [f"- {row['task']} {row['method']} N={row['n_atoms']}: {'; '.join(row['warnings'])}"
-            for row in rows if row["warnings"]]
-
-
-def write_json(path: Path, benchmark: str, args: argparse.Namespace, rows: list[dict[str, Any]],
-               extra: dict[str, Any] | None = None) -> None:
-    """Results plus what produced them (arguments, budgets, library versions, machine).
-
-    ``extra`` adds or replaces top-level fields (e.g. a benchmark's own budget).
-    """
-    record = {
-        "benchmark": benchmark,
-        "args": vars(args),
-        "sgd_iter": Budget(args.quick).sgd_iter, "last_budget": Budget(args.quick).last or "defaults",
-        "versions": {"python": platform.python_version(), "numpy": np.__version__,
-                     "sklearn": sklearn.__version__, "torch": torch.__version__},
-        "machine": platform.platform(),
-        "results": rows,
-    }
-    if extra:
-        record = {**record, **extra, "results": rows}
-    text = (json.dumps(record, indent=2, default=str) + "\n").encode()  # default: paths
-    # atomic: a reader (or a run stopped here) never sees half a file
-    write_atomically(path, lambda file: file.write(text))
-
-
 # --------------------------------------------------------------------- CLI
 def parser(description: str) -> argparse.ArgumentParser:
     """The options both benchmarks take."""
     p = argparse.ArgumentParser(description=description)
-    p.add_argument("--n-atoms", type=_int_list, default=None,
+    p.add_argument("--n-atoms", type=atom_counts, default=None,
                    help="atoms per head, comma separated (default 10,50,100; --quick: 10)")
     p.add_argument("--methods", type=_method_list, default=list(METHODS),
                    help=f"comma separated subset of {','.join(METHODS)} (default all)")
@@ -449,45 +342,6 @@ def n_atoms_list(args: argparse.Namespace) -> list[int]:
     return args.n_atoms or ([10] if args.quick else [10, 50, 100])
 
 
-def _int_list(text: str) -> list[int]:
-    try:
-        values = [int(part) for part in text.split(",")]
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected integers separated by commas, got {text!r}") from None
-    if any(v < 1 for v in values):
-        raise argparse.ArgumentTypeError(f"atom counts must be >= 1, got {text!r}")
-    return values
-
-
-def seed(text: str) -> int:
-    """argparse type of ``--seed``: a ``random_state`` that numpy, scikit-learn and torch all take."""
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected an integer seed, got {text!r}") from None
-    if not 0 <= value < 2**32:
-        raise argparse.ArgumentTypeError(f"seeds must be in 0..2**32 - 1, got {value}")
-    return value
-
-
-def output_file(text: str) -> Path:
-    """argparse type of ``--json``: a path whose folder exists and takes new files, checked before
-    any fit so that a typo does not cost the run's results."""
-    try:
-        return check_output_path(text, Path(text).suffix.lower(), "--json")
-    except ValueError as error:
-        raise argparse.ArgumentTypeError(str(error)) from None
-
-
-def figure_file(text: str) -> Path:
-    """argparse type of ``--plot``: a .png, .pdf or .svg path that can be written, with matplotlib
-    installed, checked before any fit."""
-    try:
-        return check_figure_path(text)
-    except (ValueError, ImportError) as error:
-        raise argparse.ArgumentTypeError(str(error)) from None
-
-
 def _method_list(text: str) -> list[str]:
     keys = [part.strip() for part in text.split(",")]
     for key in keys:
@@ -496,15 +350,3 @@ def _method_list(text: str) -> list[str]:
             hint = f"; did you mean {close[0]!r}?" if close else f"; choose from {','.join(METHODS)}"
             raise argparse.ArgumentTypeError(f"unknown method {key!r}{hint}")
     return keys
-
-
-def report(benchmark: str, args: argparse.Namespace, rows: list[dict[str, Any]], notes: str,
-           columns: list[Column] = COLUMNS) -> None:
-    """Print the Markdown table, its notes and any fit warnings; write ``--json`` when asked."""
-    print(markdown_table(rows, columns))
-    print("\n" + notes)
-    warnings_seen = warning_lines(rows)
-    if warnings_seen:
-        print("\nWarnings during fit:\n" + "\n".join(warnings_seen))
-    if args.json:
-        write_json(args.json, benchmark, args, rows)

@@ -21,6 +21,7 @@ from sklearn.model_selection import train_test_split
 from threadpoolctl import threadpool_limits
 
 import harness
+import report
 from lastedge.export import export_all
 from lastedge.runtime import Model, load
 from lastedge.train import LASTClassifier
@@ -37,7 +38,7 @@ CV_ROWS = 2000  # hyper-parameters by 3-fold CV on this many rows, then a refit 
 SPARSE_CODING_ATOMS = 400
 
 
-def columns(n_images: int) -> list[harness.Column]:
+def columns(n_images: int) -> list[report.Column]:
     """The table's columns; the seconds say how many images were timed (10,000, or --quick's few)."""
     return [("method", "label", "{}"), ("backend", "backend", "{}"), ("test error %", "error_pct", "{:.2f}"),
             (f"seconds ({n_images:,} images)", "seconds", "{:.3f}"), ("paper s", "paper_s", "{:g}"),
@@ -110,4 +111,4 @@ def run(args: argparse.Namespace) -> str:
                "set, one thread, this machine; the paper's times are from a 2.6 GHz Core i7 (2015). "
                f"LAST: {origin}.")
     title = "### test-time" + (" (QUICK: tiny subsets, not results)" if args.quick else "")
-    return "\n".join([title, "", caption, "", harness.markdown_table(rows, columns(len(y_test)))])
+    return "\n".join([title, "", caption, "", report.markdown_table(rows, columns(len(y_test)))])

@@ -32,7 +32,9 @@ import numpy as np
 from sklearn.model_selection import train_test_split
 
 import figures
+import arguments
 import harness
+import report
 from lastedge.runtime.model import check_output_path, write_atomically
 from lastedge.train.curves import head_histories
 from paper_data import DEFAULT_DATA, TEXTURE_SOURCES, TEXTURE_TASKS, deer_horse_task, digits_task, texture_task
@@ -396,7 +398,7 @@ def _closest(values: list[int | None], target: int) -> int | None:
 
 
 # ------------------------------------------------------------------ output
-COLUMNS: list[harness.Column] = [
+COLUMNS: list[report.Column] = [
     ("task", "task", "{}"), ("method", "label", "{}"), ("N", "n_atoms", "{}"),
     ("test error %", "error_pct", "{:.2f}"), ("paper error %", "paper_error_pct", "{:.2f}"),
     ("train s", "train_s", "{:.1f}"), ("predict ms", "predict_ms", "{:.1f}"),
@@ -406,9 +408,9 @@ COLUMNS: list[harness.Column] = [
 
 def write_json(path: Path, name: str, args: argparse.Namespace, rows: list[dict[str, Any]],
                runs: dict[str, list[Any]] | None = None) -> None:
-    """``harness.write_json``; a merge passes ``runs``, its files' ``RUN_FIELDS`` and the files
+    """``report.write_json``; a merge passes ``runs``, its files' ``RUN_FIELDS`` and the files
     (``merged_from``), to record them in place of its own arguments, machine, versions and SGD budget."""
-    harness.write_json(path, f"reproduce {name}", args, rows,
+    report.write_json(path, f"reproduce {name}", args, rows,
                        extra={"last_budget": "per experiment, see reproduce.EXPERIMENTS", **(runs or {})})
 
 
@@ -433,7 +435,7 @@ def summary(experiment: Experiment, rows: list[dict[str, Any]], args: argparse.N
              "", experiment.caption, ""]
     for task in dict.fromkeys(r["task"] for r in rows):
         lines += [error_by_atoms(rows, task), ""]
-    lines.append(harness.markdown_table(rows, COLUMNS))
+    lines.append(report.markdown_table(rows, COLUMNS))
     for row in rows:
         if row["task"] == "mnist" and row.get("seconds_to_error_pct"):  # MILESTONES_PCT are MNIST's
             reached = ", ".join(f"{m} %: " + ("not reached" if t is None else f"{t:.0f} s")
@@ -443,7 +445,7 @@ def summary(experiment: Experiment, rows: list[dict[str, Any]], args: argparse.N
             lines.append(f"{row['task']} {row['label']} feature sparsity: {row['zeros_pct']:.1f} % zeros "
                          f"(paper {PAPER_SPARSITY_PCT[row['task']]} %).")
     lines.append("\n" + harness.notes(harness.Budget(args.quick)))
-    warned = harness.warning_lines(rows)
+    warned = report.warning_lines(rows)
     if warned:
         lines.append("\nWarnings during fit:\n" + "\n".join(warned))
     return "\n".join(lines)
@@ -461,9 +463,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--quick", action="store_true",
                    help=f"every experiment on {QUICK_ROWS['train']} training rows with tiny budgets: "
                         "checks the pipeline in minutes, gives no results")
-    p.add_argument("--seed", type=harness.seed, default=0,
+    p.add_argument("--seed", type=arguments.seed, default=0,
                    help="random_state of every model and subset (default 0)")
-    p.add_argument("--n-atoms", type=harness._int_list, default=None,
+    p.add_argument("--n-atoms", type=arguments.atom_counts, default=None,
                    help="only these N (default: the paper's grid of each experiment)")
     p.add_argument("--methods", type=harness._method_list, default=None,
                    help=f"only these methods, comma separated, from {','.join(harness.METHODS)}")

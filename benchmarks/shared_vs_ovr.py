@@ -46,7 +46,9 @@ from typing import Any
 import numpy as np
 from sklearn.model_selection import train_test_split
 
+import arguments
 import harness
+import report
 from lastedge.runtime import bench
 from lastedge.train import LASTClassifier
 from lastedge.train.curves import head_histories
@@ -65,7 +67,7 @@ BUDGET_ARGS = ("train_rows", "max_dca_iter", "inner_iter", "inner_solver", "batc
 # Timed calls per model: (batch size, runs); bench splits them into 10 alternating rounds.
 LATENCY_RUNS = ((1, 300), (1000, 20))
 
-COLUMNS: list[harness.Column] = [
+COLUMNS: list[report.Column] = [
     ("data", "task", "{}"), ("method", "label", "{}"), ("total atoms", "total_atoms", "{}"),
     ("atoms/head", "atoms_per_head", "{}"), ("test error %", "error_pct", "{:.2f}"),
     ("MACs/sample", "macs_per_sample", "{:,}"), ("sparse MACs", "sparse_macs", "{:,}"),
@@ -73,7 +75,7 @@ COLUMNS: list[harness.Column] = [
     ("train s", "train_s", "{:.1f}"), ("zeros %", "zeros_pct", "{:.1f}"), ("seed", "seed", "{}"),
     ("fit", "notes", "{}"),
 ]
-SUMMARY_COLUMNS: list[harness.Column] = [
+SUMMARY_COLUMNS: list[report.Column] = [
     ("data", "task", "{}"), ("method", "label", "{}"), ("total atoms", "total_atoms", "{}"),
     ("seeds", "n_seeds", "{}"), ("median %", "median_pct", "{:.3f}"), ("mean %", "mean_pct", "{:.3f}"),
     ("range %", "range_pct", "{}"), ("minus one-vs-all, mean +- s.e.", "minus_ovr", "{}"),
@@ -306,7 +308,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                    help="folder holding mnist.npz and usps.npz (default ../shared/data from the repo)")
     p.add_argument("--datasets", type=_dataset_list, default=list(DATASETS),
                    help="comma separated subset of mnist,usps (default both)")
-    p.add_argument("--total-atoms", type=harness._int_list, default=None,
+    p.add_argument("--total-atoms", type=arguments.atom_counts, default=None,
                    help="total atoms per model, multiples of 10 (default 100,200,400,800,1600,4000; "
                         "--quick: 100,200)")
     p.add_argument("--train-rows", type=int, default=None, metavar="N",
@@ -346,9 +348,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                         "per seed and add a summary over seeds (default 0)")
     p.add_argument("--parallel-fits", type=int, default=1, metavar="P",
                    help="fits at a time, each in a fresh process (default 1: one after another in this one)")
-    p.add_argument("--json", type=harness.output_file, default=None, metavar="PATH",
+    p.add_argument("--json", type=arguments.output_file, default=None, metavar="PATH",
                    help="also write the results here")
-    p.add_argument("--plot", type=harness.figure_file, default=None, metavar="PATH",
+    p.add_argument("--plot", type=arguments.figure_file, default=None, metavar="PATH",
                    help="draw test error against MACs per sample here (e.g. .png)")
     p.add_argument("--merge", type=Path, nargs="+", default=None, metavar="JSON",
                    help="run nothing: join these --json files into one table (and --plot)")
@@ -409,7 +411,7 @@ def _method_list(text: str) -> list[str]:
 
 
 def write_json(args: argparse.Namespace, rows: list[dict[str, Any]], selections: list[dict[str, Any]]) -> None:
-    harness.write_json(args.json, "shared_vs_ovr", args, rows,
+    report.write_json(args.json, "shared_vs_ovr", args, rows,
                        extra={"mu_selection": selections,
                               "last_budget": {"max_dca_iter": args.max_dca_iter, "inner_iter": args.inner_iter,
                                               "inner_solver": args.inner_solver},
@@ -417,7 +419,7 @@ def write_json(args: argparse.Namespace, rows: list[dict[str, Any]], selections:
 
 
 def print_table(rows: list[dict[str, Any]], parallel_fits: int = 1) -> None:
-    print(harness.markdown_table(rows, COLUMNS))
+    print(report.markdown_table(rows, COLUMNS))
     print("\nNotes: MACs/sample is the runtime's count (n x T + T x 10, dense weights); sparse MACs counts "
           "only W's non-zeros (shared: one per atom). Latency: lastedge.runtime.bench on the saved .npz, "
           f"numpy backend, one thread, p50 of {LATENCY_RUNS[0][1]} calls at batch 1 and "
@@ -427,7 +429,7 @@ def print_table(rows: list[dict[str, Any]], parallel_fits: int = 1) -> None:
     if len({row["seed"] for row in rows}) > 1:
         print("\nOver seeds (test error %; minus one-vs-all: the same seed's one-vs-all fit of the same "
               "total and copies subtracted, below zero is ahead):\n")
-        print(harness.markdown_table(seed_summary(rows), SUMMARY_COLUMNS))
+        print(report.markdown_table(seed_summary(rows), SUMMARY_COLUMNS))
 
 
 def planned_fits(args: argparse.Namespace) -> tuple[list[Fit], list[dict[str, Any]]]:
@@ -503,7 +505,7 @@ def main(argv: list[str] | None = None) -> int:
           f"inner solver {args.inner_solver}, max {args.max_dca_iter} DCA iterations, inner iterations "
           f"{args.inner_iter or 'default'})" + ("; QUICK budgets, not results" if args.quick else "") + ".\n")
     print_table(rows, args.parallel_fits)
-    notes = harness.warning_lines([{**r, "n_atoms": f"{r['total_atoms']}, seed {r['seed']}"} for r in rows])
+    notes = report.warning_lines([{**r, "n_atoms": f"{r['total_atoms']}, seed {r['seed']}"} for r in rows])
     if notes:
         print("\nWarnings during fit:\n" + "\n".join(notes))
     if args.plot:

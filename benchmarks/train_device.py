@@ -29,7 +29,9 @@ import numpy as np
 import torch
 
 from arguments import positive_int
+import arguments
 import harness
+import report
 from lastedge.train import LASTClassifier
 from lastedge.train.base import thread_count, usable_device
 from lastedge.train.curves import training_curve
@@ -38,7 +40,7 @@ from paper_data import DEFAULT_DATA, check_data, digits_task
 QUICK = {"total_atoms": [20], "max_dca_iter": 2, "inner_iter": 10, "batch_size": 100}
 QUICK_ROWS = 1000
 
-COLUMNS: list[harness.Column] = [
+COLUMNS: list[report.Column] = [
     ("method", "method", "{}"), ("total atoms", "total_atoms", "{}"), ("device", "device", "{}"),
     ("s / DCA iteration", "s_per_iteration", "{:.3f}"), ("speed-up", "speed_up", "{:.1f}x"),
     ("fit s", "fit_s", "{:.1f}"), ("DCA iterations", "n_iter", "{}"), ("test error %", "error_pct", "{:.2f}"),
@@ -109,7 +111,7 @@ def run(args: argparse.Namespace) -> list[dict[str, Any]]:
                 first = first or row["s_per_iteration"]
                 row["speed_up"] = first / row["s_per_iteration"]
                 rows.append(row)
-                print(harness.markdown_table([row], COLUMNS).splitlines()[-1], flush=True)
+                print(report.markdown_table([row], COLUMNS).splitlines()[-1], flush=True)
     return rows
 
 
@@ -144,7 +146,7 @@ def main(argv: list[str] | None = None) -> None:
                    help="torch threads for the CPU fits (default -1: all cores)")
     p.add_argument("--dataset", default="mnist", choices=["mnist", "usps"])
     p.add_argument("--data", type=Path, default=DEFAULT_DATA, help="folder holding mnist.npz and usps.npz")
-    p.add_argument("--total-atoms", type=harness._int_list, default=[400, 1600])
+    p.add_argument("--total-atoms", type=arguments.atom_counts, default=[400, 1600])
     p.add_argument("--methods", type=_method_list, default=["shared", "ovr"],
                    help=f"comma separated subset of {','.join(METHODS)} (default shared,ovr)")
     p.add_argument("--max-dca-iter", type=positive_int, default=4)
@@ -154,7 +156,7 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--repeats", type=positive_int, default=1, help="fits per device and size; medians are reported")
     p.add_argument("--quick", action="store_true",
                    help="check the script runs: 1000 rows, 20 atoms, 2 DCA x 10 Adam steps on minibatches of 100")
-    p.add_argument("--json", type=harness.output_file, default=None, metavar="PATH",
+    p.add_argument("--json", type=arguments.output_file, default=None, metavar="PATH",
                    help="also write the results here")
     args = p.parse_args(argv)
     check_data(p, args.data, f"{args.dataset}.npz")
@@ -165,13 +167,13 @@ def main(argv: list[str] | None = None) -> None:
     except ValueError as error:  # e.g. a device this machine cannot use
         p.exit(2, f"{p.prog}: error: {error}\n")
     print()
-    print(harness.markdown_table(rows, COLUMNS))
+    print(report.markdown_table(rows, COLUMNS))
     print(f"\n{args.dataset}, {args.max_dca_iter} DCA iterations x {args.inner_iter} Adam steps on minibatches of "
           f"{args.batch_size}, shifted copies: {args.shift_augment or 'none'}; CPU fits on "
           f"{plural(thread_count(args.threads), 'thread')}.")
     if args.json:  # the fits' own budget, not the accuracy benchmarks' (harness.Budget)
         budget = {name: getattr(args, name) for name in ("max_dca_iter", "inner_iter", "batch_size")}
-        harness.write_json(args.json, "train_device", args, rows, extra={"sgd_iter": None, "last_budget": budget})
+        report.write_json(args.json, "train_device", args, rows, extra={"sgd_iter": None, "last_budget": budget})
 
 
 if __name__ == "__main__":
