@@ -225,3 +225,43 @@ def _draw_decision_line(ax, weights: np.ndarray, limits: np.ndarray) -> None:
         slope = -w1 / w2
         x_end = min(limits[0], limits[1] / slope)
         ax.plot([0, x_end], [0, slope * x_end], label=r"decision line $w^\top f = 0$", **line)
+
+
+def error_against_macs(rows: list[dict[str, Any]], summary: list[dict[str, Any]], path: Path) -> None:
+    """Test error against MACs per sample, a subplot per data set, a line per method (its median over
+    seeds, bars: range; ``summary`` is ``shared_vs_ovr.seed_summary(rows)``); failed fits are left
+    out. ``shared_vs_ovr.py --plot``."""
+    from matplotlib.ticker import NullFormatter
+
+    done = [row for row in rows if row.get("error_pct") is not None]
+    tasks = list(dict.fromkeys(row["task"] for row in rows))
+    style = method_styles(list(dict.fromkeys(row["label"] for row in done)))
+    macs_of = {(r["task"], r["total_atoms"]): r["macs_per_sample"] for r in done}
+    several = len({r["seed"] for r in rows}) > 1
+    fig = new_figure((5.5 * len(tasks), 4.2))
+    for ax, task in zip(fig.subplots(1, len(tasks), squeeze=False)[0], tasks):
+        for name, (colour, marker) in style.items():
+            points = sorted((point for point in summary if point["task"] == task and point["label"] == name),
+                            key=lambda point: point["total_atoms"])
+            if not points:
+                continue
+            x = [macs_of[task, point["total_atoms"]] for point in points]
+            y = [point["median_pct"] for point in points]
+            spread = [[m - point["min_pct"] for m, point in zip(y, points)],
+                      [point["max_pct"] - m for m, point in zip(y, points)]]
+            ax.errorbar(x, y, yerr=spread if several else None, color=colour,
+                        marker=marker, capsize=3, label=name)
+            for point, xs, ys in zip(points, x, y):
+                ax.annotate(str(point["total_atoms"]), (xs, ys), textcoords="offset points", xytext=(4, 4),
+                            fontsize=7)
+        ax.set_xscale("log")
+        macs = sorted({m for (t, _), m in macs_of.items() if t == task})
+        ax.set_xticks(macs, [f"{m / 1000:,.0f}k" for m in macs])  # the measured sizes, not powers of 10
+        ax.xaxis.set_minor_formatter(NullFormatter())
+        ax.set_xlabel("multiply-accumulates per sample")
+        ax.set_ylabel("test error %" + " (median over seeds; bars: range)" * several)
+        ax.set_title(f"{task.upper()} (labels: total atoms)")
+        ax.grid(True, which="both", alpha=0.3)
+        if ax.get_legend_handles_labels()[0]:
+            ax.legend(fontsize=8)
+    save_figure(fig, path)

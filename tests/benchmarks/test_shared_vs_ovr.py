@@ -118,14 +118,14 @@ def test_seed_summary_pairs_each_seed_with_its_one_vs_all_fit(shared_vs_ovr):
 
 @pytest.mark.parametrize(("text", "seeds"), [("3", [3]), ("0,2,5", [0, 2, 5]), ("16-18", [16, 17, 18]),
                                               ("1-2,5", [1, 2, 5])])
-def test_seed_lists(shared_vs_ovr, text, seeds):
-    assert shared_vs_ovr._seed_list(text) == seeds
+def test_seed_lists(import_benchmark, shared_vs_ovr, text, seeds):
+    assert import_benchmark("shared_vs_ovr_args")._seed_list(text) == seeds
 
 
 @pytest.mark.parametrize("text", ["", "a", "3-1", "-1", "1,1", "0-2,2"])
-def test_seed_lists_refuse_what_names_no_distinct_seeds(shared_vs_ovr, text):
+def test_seed_lists_refuse_what_names_no_distinct_seeds(import_benchmark, shared_vs_ovr, text):
     with pytest.raises(argparse.ArgumentTypeError, match="seed"):
-        shared_vs_ovr._seed_list(text)
+        import_benchmark("shared_vs_ovr_args")._seed_list(text)
 
 
 def test_train_device_quick_run_times_every_device(import_benchmark, tmp_path, capsys):
@@ -148,18 +148,17 @@ def test_train_device_quick_run_times_every_device(import_benchmark, tmp_path, c
     assert "choose methods from shared,ovr" in capsys.readouterr().err
 
 
-def test_plot_draws_every_method_and_leaves_failed_fits_out(shared_vs_ovr, tmp_path, monkeypatch):
+def test_plot_draws_every_method_and_leaves_failed_fits_out(import_benchmark, shared_vs_ovr, tmp_path, monkeypatch):
     pytest.importorskip("matplotlib")
-    import lastedge.runtime.figures
-
+    figures = import_benchmark("figures")
     drawn = {}
-    real_save = lastedge.runtime.figures.save_figure
-    monkeypatch.setattr(lastedge.runtime.figures, "save_figure",
+    real_save = figures.save_figure
+    monkeypatch.setattr(figures, "save_figure",
                         lambda fig, path: (drawn.update(fig=fig), real_save(fig, path))[1])
     rows = [{**_row("shared", seed, 1.0 + seed / 10, k), "label": f"method {k}", "total_atoms": total,
              "macs_per_sample": 1000 * total} for k in range(7) for seed in (0, 1) for total in (100, 200)]
     rows.append({**_row("shared", 2, None), "label": "method 0"})  # a failed fit: no error, no MACs
-    shared_vs_ovr.plot(rows, tmp_path / "plot.png")
+    figures.error_against_macs(rows, shared_vs_ovr.seed_summary(rows), tmp_path / "plot.png")
     assert (tmp_path / "plot.png").read_bytes().startswith(b"\x89PNG") and not list(tmp_path.glob(".*.tmp"))
     (ax,) = drawn["fig"].axes
     handles, labels = ax.get_legend_handles_labels()
