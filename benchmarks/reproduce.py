@@ -20,183 +20,29 @@ Data set files and their provenance: ``../shared/data/SOURCES.md``.
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 import time
-from collections.abc import Callable
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import numpy as np
-from sklearn.model_selection import train_test_split
 
-import figures
 import arguments
+import figures
 import harness
 import report
+from experiments import EXPERIMENT_NAMES, EXPERIMENTS, QUICK_ROWS, Experiment, load_tasks, plan_for, setting
+from reproduce_merge import merge_rows, take_data_choice
 from lastedge.runtime.model import check_output_path, write_atomically
 from lastedge.train.curves import head_histories
-from paper_data import DEFAULT_DATA, TEXTURE_SOURCES, TEXTURE_TASKS, deer_horse_task, digits_task, texture_task
+from paper_data import DEFAULT_DATA, TEXTURE_SOURCES, TEXTURE_TASKS
 from paper_results import PAPER_SPARSITY_PCT, paper_error
 
-Data = tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]
-ATOM_FREE = None  # plan entry of a method without atoms: run once per task
-QUICK_ROWS = {"train": 400, "test": 200}
-QUICK_TEXTURE_PATCHES = 60  # per texture and split
-QUICK_BUDGET = {"last": {"max_dca_iter": 2, "inner_iter": 30}}  # SGD's --quick budget: harness.Budget
 # MNIST LAST: the issue's wall-clock budget; its learning curve is checked against these errors.
 MNIST_BUDGET_S = 20 * 60
 MILESTONES_PCT = (2.0, 1.5, 1.32)
-# What a results file records of the run that wrote it; a merged file holds a list of its files' values.
-RUN_FIELDS = ("args", "machine", "versions", "sgd_iter")
 # Options that narrow a run or choose its data: a merge runs nothing and takes its data from its files.
 MERGE_REFUSES = ("tasks", "methods", "n_atoms", "texture_source")
-DIGITS_TASKS = ("mnist", "usps")
-
-
-@dataclass(frozen=True)
-class Experiment:
-    """One table of the paper: its tasks, preprocessing, and which methods run at which N."""
-
-    name: str
-    data_files: tuple[str, ...]
-    load: Callable[[argparse.Namespace], dict[str, Data]]  # reads --data, --seed, --quick, ...
-    preprocess: str
-    plans: Callable[[str], dict[str, list[int] | None]]
-    options: dict[str, dict[str, dict[str, Any]]] = field(default_factory=dict)  # task -> method -> kwargs
-    cv_rows: int | None = None
-    caption: str = ""
-    data_args: tuple[str, ...] = ()  # options that change the data: merged files must agree on them
-    tasks: tuple[str, ...] = ()  # what --tasks may name
-
-
-def subsample(data: Data, seed: int) -> Data:
-    """The ``--quick`` subset: a few hundred stratified rows of each split."""
-    X_train, y_train, X_test, y_test = data
-    keep = []
-    for X, y, n in ((X_train, y_train, QUICK_ROWS["train"]), (X_test, y_test, QUICK_ROWS["test"])):
-        if n < len(y):
-            X, _, y, _ = train_test_split(X, y, train_size=n, stratify=y, random_state=seed)
-        keep += [X, y]
-    return tuple(keep)
-
-
-def _quick(tasks: dict[str, Data], args: argparse.Namespace) -> dict[str, Data]:
-    return {task: subsample(data, args.seed) for task, data in tasks.items()} if args.quick else tasks
-
-
-def _texture_tasks(args: argparse.Namespace) -> dict[str, Data]:
-    # --quick cuts fewer patches rather than subsampling: patches come from disjoint image regions
-    n_per_class = QUICK_TEXTURE_PATCHES if args.quick else 500
-    return {task: texture_task(task, args.data, n_per_class=n_per_class, seed=args.seed,
-                               source=args.texture_source)
-            for task in TEXTURE_TASKS}
-
-
-def _deer_horse_tasks(args: argparse.Namespace) -> dict[str, Data]:
-    return _quick({"deer-horse": deer_horse_task(args.data)}, args)
-
-
-def _digits_tasks(args: argparse.Namespace) -> dict[str, Data]:
-    return _quick({name: digits_task(name, args.data) for name in DIGITS_TASKS}, args)
-
-
-def _texture_plan(task: str) -> dict[str, list[int] | None]:
-    every = [2, 5, 10, 25, 50, 100, 200, 400]
-    # the issue's targets first (LAST against the RBF SVM and SGD); last-mu's 3-fold CV costs 13 fits
-    # (about 25 minutes a task at N = 400 on 2 cores); last-lbfgs, the full-batch default before
-    # 2026-11-28, is kept beside it
-    return {"last": every, "last-mu": every, "last-lbfgs": every, "rbf-svm": ATOM_FREE,
-            "linear-svm": ATOM_FREE, "sgd": every, "sgd-adam": every, "random-svm": every,
-            "kmeans-svm": every, "l1-svm": every, "sparse-coding": [50, 400], "centroid-nn": [50, 400]}
-
-
-def _deer_horse_plan(task: str) -> dict[str, list[int] | None]:
-    every = [2, 10, 30, 100, 400]
-    return {"last": every, "last-mu": [400], "sgd": every, "sgd-adam": every, "random-svm": every,
-            "kmeans-svm": every, "l1-svm": every, "sparse-coding": [10, 100], "centroid-nn": [10, 100],
-            "linear-svm": ATOM_FREE, "rbf-svm": ATOM_FREE}
-
-
-def _digits_plan(task: str) -> dict[str, list[int] | None]:
-    n = {"mnist": [400], "usps": [200]}[task]
-    # USPS: mu = 1 is set in its LAST options (a validated search over 30 DCA iterations costs too much)
-    validated = {"last-mu": n} if task == "mnist" else {}
-    return {"last": n, **validated, "sgd": n, "sgd-adam": n, "sparse-coding": n, "linear-svm": ATOM_FREE,
-            "rbf-svm": ATOM_FREE, "knn": ATOM_FREE}
-
-
-EXPERIMENTS: dict[str, Experiment] = {
-    "textures": Experiment(
-        "textures", ("brodatz_usc_sipi.npz",), _texture_tasks, "l2", _texture_plan,
-        caption="Brodatz (USC-SIPI scans, halved and histogram-equalised unless --texture-source scan): "
-                "500 + 500 training patches (12x12) per task from the top half of each image, 500 + 500 "
-                "test patches from the bottom half; unit l2 norm.",
-        data_args=("texture_source",), tasks=tuple(TEXTURE_TASKS)),
-    "deer-horse": Experiment(
-        "deer-horse", ("cifar10_deer_horse.npz",), _deer_horse_tasks, "none", _deer_horse_plan,
-        options={"deer-horse": {"last": {"batch_size": 500, "inner_iter": 500, "max_dca_iter": 20,
-                                         "n_jobs": 2},
-                                # Raw pixels: rows have norm ~7000, so mu must be ~r^2 = 5e7 times the
-                                # unit-norm data sets' to weigh the same; one 10 % hold-out (a fit at
-                                # N = 400 takes 6-9 minutes, too slow for 3 folds x 4 candidates).
-                                "last-mu": {"grid": (0.0, 4e6, 4e7, 4e8), "holdout": 0.1}}},
-        cv_rows=2000,
-        caption="CIFAR-10 deer vs horse (JPEG copy): 10000 train / 2000 test, raw pixels (3072).",
-        tasks=("deer-horse",)),
-    "digits": Experiment(
-        "digits", ("mnist.npz", "usps.npz"), _digits_tasks, "center-l2", _digits_plan,
-        options={"mnist": {"last": {"batch_size": 1000, "inner_iter": 300, "max_dca_iter": 100, "n_jobs": 2,
-                                    "early_stopping": True},
-                           # about 8 minutes a candidate; mu = 0.1 is next to nothing beside 54000 hinge terms
-                           "last-mu": {"grid": (0.0, 1.0, 10.0)}},
-                 # mu (weight decay on the atoms) chosen on a 10 % hold-out of the training rows among
-                 # 0, 0.1, 1, 10 (hold-out errors 3.01, 1.64, 1.23, 1.64 %; docs/benchmarks.md, USPS)
-                 "usps": {"last": {"batch_size": 500, "inner_iter": 300, "max_dca_iter": 30, "n_jobs": 2,
-                                   "mu": 1.0}}},
-        cv_rows=5000,
-        caption="MNIST (60000 / 10000) and USPS (7291 / 2007), one-vs-all, zero mean and unit l2 "
-                "norm per image.", tasks=DIGITS_TASKS),
-}
-EXPERIMENT_NAMES = (*EXPERIMENTS, "test-time")
-
-
-# ------------------------------------------------------------------ runs
-def load_tasks(experiment: Experiment, args: argparse.Namespace) -> dict[str, Data]:
-    """The experiment's tasks (only those of ``--tasks`` when given), each as (X_train, y_train, X_test, y_test)."""
-    tasks = experiment.load(args)
-    return {task: data for task, data in tasks.items() if not args.tasks or task in args.tasks}
-
-
-def plan_for(experiment: Experiment, task: str, args: argparse.Namespace) -> dict[str, list[int] | None]:
-    """The experiment's plan, narrowed by ``--methods`` / ``--n-atoms`` and by ``--quick``.
-
-    A method named in ``--methods`` but not in the plan (a LAST variant such as ``last-lbfgs``)
-    runs at the plan's LAST sizes."""
-    plan = experiment.plans(task)
-    if args.methods:
-        extra = {key: plan["last"] if harness.METHODS[key].uses_atoms else ATOM_FREE
-                 for key in args.methods if key not in plan}
-        plan = {**{key: atoms for key, atoms in plan.items() if key in args.methods}, **extra}
-    for key, atoms in plan.items():
-        if atoms is ATOM_FREE:
-            continue
-        if args.n_atoms:
-            plan[key] = list(args.n_atoms)
-        elif args.quick:
-            plan[key] = [n for n in atoms if n <= 10][:2] or [10]
-    return {key: atoms for key, atoms in plan.items() if atoms is ATOM_FREE or atoms}
-
-
-def setting(experiment: Experiment, task: str, n_atoms: int, n_heads: int,
-            args: argparse.Namespace) -> harness.Setting:
-    options = {key: dict(value) for key, value in experiment.options.get(task, {}).items()}
-    budget = harness.Budget(args.quick)
-    if args.quick:
-        options["last"] = {**options.get("last", {}), **QUICK_BUDGET["last"]}
-    return harness.Setting(n_atoms, n_heads, experiment.preprocess, args.seed, budget, options,
-                           cv_rows=min(experiment.cv_rows or 10**9, 300) if args.quick else experiment.cv_rows)
 
 
 class LearningCurve:
@@ -286,69 +132,6 @@ def _training_record(model, curve: LearningCurve | None) -> dict[str, Any]:
     return record
 
 
-def merge_rows(experiment: Experiment, paths: list[Path]) -> tuple[list[dict[str, Any]], dict[str, list[Any]]]:
-    """The rows of several (partial) runs' JSON files of one experiment, as one table, and what the
-    files record of the runs that made them (``RUN_FIELDS``, their arguments included: each distinct
-    value once, in file order; a merged file's list counts as its runs'), which the merged file
-    keeps: the merge itself ran none of them.
-
-    A later file's row replaces an earlier one for the same task, method and N; rows are ordered
-    by task (as first seen), then by the experiment's plan, then by N. Files whose runs differ in
-    the data (``data_args``, ``--quick``'s subsets) are refused.
-    """
-    merged: dict[tuple[str, str, int | None], dict[str, Any]] = {}
-    runs: dict[str, list[Any]] = {name: [] for name in RUN_FIELDS}
-    for path in paths:
-        record = _results_file(experiment, path)
-        for name in RUN_FIELDS:
-            runs[name] += [value for value in _run_values(record, name) if value not in runs[name]]
-        if len({data_choice(experiment, args) for args in runs["args"]}) > 1:
-            options = ", ".join("--" + name.replace("_", "-") for name in (*experiment.data_args, "quick"))
-            raise ValueError(f"{path} ran with other {options} than the files before it")
-        for row in record["results"]:
-            merged[row["task"], row["method"], row["n_atoms"]] = row
-    if not merged:
-        raise ValueError(f"{', '.join(map(str, paths))} hold(s) no result rows")
-    tasks = list(dict.fromkeys(task for task, _, _ in merged))
-
-    def order(key: tuple[str, str, int | None]) -> tuple[int, int, int]:
-        task, method, n = key
-        methods = list(experiment.plans(task))
-        rank = methods.index(method) if method in methods else len(methods)
-        return tasks.index(task), rank, -1 if n is None else n
-
-    return [merged[key] for key in sorted(merged, key=order)], runs
-
-
-def _results_file(experiment: Experiment, path: Path) -> dict[str, Any]:
-    """The record in ``path``; a ValueError naming the file if it is not the experiment's results."""
-    try:
-        record = json.loads(path.read_text())
-    except (OSError, ValueError) as error:
-        raise ValueError(f"cannot read results file {path}: {error}") from None
-    if not isinstance(record, dict) or record.get("benchmark") != f"reproduce {experiment.name}":
-        raise ValueError(f"{path} holds no results of reproduce.py {experiment.name}")
-    rows = record.get("results")
-    if not isinstance(rows, list) or not all(isinstance(row, dict) and {"task", "method", "n_atoms"} <= row.keys()
-                                             for row in rows):
-        raise ValueError(f"{path} holds no list of result rows (each with task, method and n_atoms)")
-    return record
-
-
-def _run_values(record: dict[str, Any], name: str) -> list[Any]:
-    """``record[name]`` as a list of runs' values: a run's own value is never a list, a merged
-    file's is one value per run it joined."""
-    value = record.get(name)
-    return [] if value is None else value if isinstance(value, list) else [value]
-
-
-def data_choice(experiment: Experiment, args: dict[str, Any]) -> tuple[Any, ...]:
-    """What a run's arguments (a results file's ``args``) chose of the data: the experiment's
-    ``data_args`` and ``--quick`` (subsets of the data, tiny budgets)."""
-    return (*(args.get(name) for name in experiment.data_args), bool(args.get("quick")))
-
-
-# ---------------------------------------------------------------- figures
 def make_figures(experiment: Experiment, rows: list[dict[str, Any]], kept: dict,
                  test_data: dict[str, tuple[np.ndarray, np.ndarray]], args: argparse.Namespace) -> None:
     """The experiment's figures, from its result rows and the models kept in memory."""
@@ -411,7 +194,7 @@ def write_json(path: Path, name: str, args: argparse.Namespace, rows: list[dict[
     """``report.write_json``; a merge passes ``runs``, its files' ``RUN_FIELDS`` and the files
     (``merged_from``), to record them in place of its own arguments, machine, versions and SGD budget."""
     report.write_json(path, f"reproduce {name}", args, rows,
-                       extra={"last_budget": "per experiment, see reproduce.EXPERIMENTS", **(runs or {})})
+                       extra={"last_budget": "per experiment, see experiments.EXPERIMENTS", **(runs or {})})
 
 
 def error_by_atoms(rows: list[dict[str, Any]], task: str) -> str:
@@ -517,14 +300,6 @@ def _narrow_to_tasks(p: argparse.ArgumentParser, names: list[str], tasks: list[s
         p.error(f"--tasks: no task {', '.join(unknown)} in {' or '.join(dict.fromkeys(known.values()))}; "
                 f"choose from {','.join(known)}")
     return [name for name in names if name not in EXPERIMENTS or set(tasks) & set(EXPERIMENTS[name].tasks)]
-
-
-def take_data_choice(experiment: Experiment, args: argparse.Namespace, runs_args: list[dict[str, Any]]) -> None:
-    """A merge's data options (the texture source, ``--quick``) as its files' runs chose them
-    (they agree: ``merge_rows``), so that its outputs are named and captioned for that data."""
-    choice = data_choice(experiment, runs_args[0] if runs_args else {})
-    for name, value in zip((*experiment.data_args, "quick"), choice):
-        setattr(args, name, value)
 
 
 def check_out(args: argparse.Namespace) -> None:

@@ -152,13 +152,13 @@ def test_merge_joins_partial_runs_later_rows_winning(quick_run, tmp_path):
 
 
 def test_methods_outside_the_plan_run_at_the_plans_last_sizes(import_benchmark):
-    reproduce = import_benchmark("reproduce")
+    experiments = import_benchmark("experiments")
     args = argparse.Namespace(methods=["rbf-svm", "last-adam", "last", "knn"], n_atoms=None, quick=False)
-    plan = reproduce.plan_for(reproduce.EXPERIMENTS["textures"], "bark-woodgrain", args)
+    plan = experiments.plan_for(experiments.EXPERIMENTS["textures"], "bark-woodgrain", args)
     every = [2, 5, 10, 25, 50, 100, 200, 400]
     assert list(plan) == ["last", "rbf-svm", "last-adam", "knn"]  # the plan's order, then the rest
     assert plan["last-adam"] == plan["last"] == every
-    assert plan["knn"] is reproduce.ATOM_FREE
+    assert plan["knn"] is experiments.ATOM_FREE
 
 
 def test_svm_rows_are_scaled_to_unit_mean_norm_and_unit_rows_kept(import_benchmark):
