@@ -4,6 +4,7 @@ fuzz harness (``fuzz.py`` and its modules, beside this file)."""
 from __future__ import annotations
 
 import sys
+import gzip
 from pathlib import Path
 
 import numpy as np
@@ -69,3 +70,76 @@ def fuzz_cases():
 def base_files(fuzz_cases, tmp_path_factory):
     """Every kind of model file lastedge writes here (``fuzz_cases.model_files``), by name."""
     return fuzz_cases.model_files(tmp_path_factory.mktemp("base"))
+
+
+@pytest.fixture(scope="module")
+def paths(blobs, export, prototype_model, tmp_path_factory):
+    """A prototype model on blobs as .npz and every exported kind (the bad-input tests' files)."""
+    X, y = blobs()
+    return export(prototype_model(X, y), tmp_path_factory.mktemp("errors"), X)
+
+
+IDX_CODES = {np.dtype("u1"): 0x08, np.dtype("i1"): 0x09, np.dtype(">i2"): 0x0B, np.dtype(">i4"): 0x0C,
+             np.dtype(">f4"): 0x0D, np.dtype(">f8"): 0x0E}
+
+
+def build_idx_file(path, array: np.ndarray, *, gz: bool = False, extra: bytes = b"", cut: int = 0):
+    """An IDX file as the MNIST family writes it (big-endian values); ``extra`` / ``cut`` damage it."""
+    array = np.asarray(array)
+    stored = array.astype(array.dtype.newbyteorder(">"))
+    head = bytes([0, 0, IDX_CODES[stored.dtype], array.ndim]) + b"".join(n.to_bytes(4, "big") for n in array.shape)
+    data = (head + stored.tobytes() + extra)[:len(head) + stored.nbytes + len(extra) - cut]
+    path.write_bytes(gzip.compress(data) if gz else data)
+    return path
+
+
+def build_digits_images():
+    from sklearn.datasets import load_digits
+
+    X, y = load_digits(return_X_y=True)
+    return (X * 255 / 16).astype(np.uint8).reshape(-1, 8, 8), y
+
+
+def build_mnist_like_folder(folder, *, gz: bool = True, test: bool = True):
+    images, labels = build_digits_images()
+    suffix = ".gz" if gz else ""
+    build_idx_file(folder / f"train-images-idx3-ubyte{suffix}", images[:1400], gz=gz)
+    build_idx_file(folder / f"train-labels-idx1-ubyte{suffix}", labels[:1400].astype(np.uint8), gz=gz)
+    if test:
+        build_idx_file(folder / f"t10k-images-idx3-ubyte{suffix}", images[1400:], gz=gz)
+        build_idx_file(folder / f"t10k-labels-idx1-ubyte{suffix}", labels[1400:].astype(np.uint8), gz=gz)
+    return folder
+
+
+def build_image_folder(folder, images, labels, names=None):
+    for i, (image, label) in enumerate(zip(images, labels)):
+        sub = folder / (names[label] if names else str(label))
+        sub.mkdir(parents=True, exist_ok=True)
+        from PIL import Image
+
+        Image.fromarray(image).save(sub / f"{i}.png")
+    return folder
+
+
+@pytest.fixture(scope="session")
+def write_idx():
+    """``build_idx_file``: an IDX file as the MNIST family writes it, optionally damaged."""
+    return build_idx_file
+
+
+@pytest.fixture(scope="session")
+def digits_images():
+    """``build_digits_images``: scikit-learn's digits as 8x8 uint8 images and their labels."""
+    return build_digits_images
+
+
+@pytest.fixture(scope="session")
+def mnist_like_folder():
+    """``build_mnist_like_folder``: digits as an MNIST-style IDX folder (train and t10k parts)."""
+    return build_mnist_like_folder
+
+
+@pytest.fixture(scope="session")
+def image_folder():
+    """``build_image_folder``: images as PNGs in one subfolder per class."""
+    return build_image_folder
