@@ -128,20 +128,26 @@ def format_results(results: Sequence[dict[str, Any]]) -> str:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Run the self-test of the bundle named in ``argv`` (default: this folder); 0 when all pass."""
+    """Run the self-test of the bundle named in ``argv`` (default: this folder; ``--json``: the
+    results as one JSON list); 0 when every check passes."""
     argv = list(sys.argv[1:] if argv is None else argv)
-    if len(argv) > 1 or argv[:1] in (["-h"], ["--help"]):
-        print("usage: python -m lastedge.runtime.selftest [BUNDLE_FOLDER]", file=sys.stderr)
+    as_json = "--json" in argv
+    folders = [a for a in argv if a != "--json"]
+    if len(folders) > 1 or any(a.startswith("-") for a in folders):
+        print("usage: python -m lastedge.runtime.selftest [BUNDLE_FOLDER] [--json]", file=sys.stderr)
         return 2
     try:
-        results = run_selftest(argv[0] if argv else ".")
+        results = run_selftest(folders[0] if folders else ".")
     except (ValueError, OSError) as err:
         print(f"selftest: error: {str(err).splitlines()[0]}", file=sys.stderr)
         return 1
-    print(format_results(results))
     failed = sum(not r["passed"] for r in results)
-    print(f"self-test {'FAILED' if failed else 'passed'}: {len(results) - failed} of {len(results)} "
-          "file x backend checks within their bounds")
+    if as_json:
+        print(json.dumps(results, indent=2))
+    else:
+        print(format_results(results))
+        print(f"self-test {'FAILED' if failed else 'passed'}: {len(results) - failed} of {len(results)} "
+              "file x backend checks within their bounds")
     return 1 if failed else 0
 
 

@@ -139,3 +139,12 @@ def test_install_script_installs_the_targets_interpreter_then_self_tests(target,
     assert script.endswith(".venv/bin/python -m lastedge.runtime.selftest .\n")
     assert ("tflite-runtime" in script) == (target == "pi32") and set(TARGETS) >= {target}
     assert subprocess.run(["sh", "-n"], input=script, text=True).returncode == 0  # parses
+
+
+def test_the_self_test_speaks_json_and_refuses_other_options(case, capsys):
+    _, out = bundle(case, "pi-armv6", name="json")
+    assert selftest.main([str(out), "--json"]) == 0
+    [result] = json.loads(capsys.readouterr().out)
+    assert (result["file"], result["backend"], result["passed"], result["agreement"]) == \
+        ("model.npz", "numpy", True, 1.0)
+    assert selftest.main([str(out), "--verbose"]) == 2
