@@ -48,6 +48,26 @@ def choose_on_holdout(estimator: Any, grid: dict[str, list[float]], X: np.ndarra
     return selection
 
 
+@contextlib.contextmanager
+def cluster_backend(address: str | None) -> Iterator[None]:
+    """joblib's ``"dask"`` backend on the Dask scheduler at ``address`` (``--cluster``) while the
+    grid runs; nothing when None. A missing dask or an unreachable scheduler is a ValueError."""
+    if address is None:
+        yield
+        return
+    try:
+        import joblib
+        from distributed import Client
+    except ImportError:
+        raise ValueError("--cluster needs dask.distributed: pip install 'lastedge[cluster]'") from None
+    try:
+        client = Client(address, timeout="10s")
+    except (OSError, TimeoutError, ValueError) as err:
+        raise ValueError(f"--cluster: cannot reach the Dask scheduler at {address}: {err}") from None
+    with client, joblib.parallel_config(backend="dask"):
+        yield
+
+
 class StopOnInterrupt:
     """A monitor that makes Ctrl-C stop a fit (LAST's, SGD's) or a hold-out grid at its next
     stopping point, so that the work so far is kept rather than lost; a second Ctrl-C interrupts
