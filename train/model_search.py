@@ -24,7 +24,7 @@ from .last import LASTClassifier
 from .selection import choose_params, holdout_split
 
 DEFAULT_PREPROCESS = ("l2", "standardize")
-DEFAULT_MU = (0.0, 0.01, 0.1, 1.0)
+DEFAULT_MU = (0.0, 0.1, 1.0, 10.0)
 
 
 class LASTClassifierCV(ClassifierMixin, BaseEstimator):
@@ -115,6 +115,11 @@ class LASTClassifierCV(ClassifierMixin, BaseEstimator):
         """Scores of the refitted ``best_estimator_``."""
         check_is_fitted(self, "best_estimator_")
         return self.best_estimator_.decision_function(X)
+
+    def to_model(self) -> Any:
+        """The refitted ``best_estimator_`` as a ``lastedge.runtime.Model``: what is saved and exported."""
+        check_is_fitted(self, "best_estimator_")
+        return self.best_estimator_.to_model()
 
     def _base_estimator(self) -> LASTClassifier:
         """The LASTClassifier every candidate starts from (fixed settings only)."""

@@ -46,6 +46,8 @@ def test_search_scores_every_candidate_and_refits_the_best(digits_subset):
     np.testing.assert_array_equal(search.predict(X), search.best_estimator_.predict(X))
     np.testing.assert_array_equal(search.classes_, [0, 1, 2])
     assert search.score(X, y) > 0.5
+    model = search.to_model()  # saved and exported like a LASTClassifier
+    np.testing.assert_array_equal(model.predict(X), search.predict(X))
 
 
 def test_a_spent_time_budget_keeps_the_first_candidate_only(digits_subset):
