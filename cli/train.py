@@ -11,6 +11,7 @@ from typing import Any
 
 import numpy as np
 
+from .auto import add_auto_options, choose_auto
 from .common import add_image_size_option, json_text
 from .holdout import StopOnInterrupt, choose_on_holdout, cluster_backend
 from .train_report import interrupted_record, metrics, provenance, step_trials_notice, summary_fields
@@ -38,6 +39,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     _add_data_options(p)
     _add_model_options(p)
     _add_last_options(p)
+    add_auto_options(p)
     _add_output_options(p)
     p.set_defaults(func=run_train)
 
@@ -61,7 +63,7 @@ def _add_model_options(p: argparse.ArgumentParser) -> None:
                         "shared, atoms in all), e.g. 25")
     p.add_argument("--method", choices=METHODS, default="last",
                    help="last: DCA (default); sgd / adam: the baselines on the same objective")
-    p.add_argument("--preprocess", choices=PREPROCESS, default="l2",
+    p.add_argument("--preprocess", choices=PREPROCESS, default=None,
                    help="applied to every input, recorded in the model (default l2)")
     p.add_argument("--nu", type=float, default=None, metavar="NU",
                    help="weight of (nu/2)||w||^2 (default 1, the paper's)")
@@ -128,8 +130,9 @@ def run_train(args: argparse.Namespace) -> int:
                              "--image-shape HxW for .npz or CSV rows)")
         estimator.set_params(image_shape=data.image_shape)
     selection = None
-    if len(args.mu or ()) > 1:
-        selection = _choose_mu(estimator, args.mu, data, args.seed, args)
+    if args.auto or len(args.mu or ()) > 1:
+        selection = (choose_auto(estimator, args, data) if args.auto
+                     else _choose_mu(estimator, args.mu, data, args.seed, args))
         if selection is None:
             return 130
         estimator.set_params(**selection["chosen"])
@@ -251,7 +254,9 @@ def make_estimator(args: argparse.Namespace) -> Any:
         raise ValueError(f"--seed must be an integer in [0, {2**32 - 1}], got {args.seed}")
     if args.batch_size == "full" and args.method != "last":
         raise ValueError("--batch-size full applies to --method last only")
-    common = {"n_atoms": args.atoms, "preprocess": args.preprocess, "random_state": args.seed,
+    if args.time_budget is not None and not args.auto:
+        raise ValueError("--time-budget applies to --auto only")
+    common = {"n_atoms": args.atoms, "preprocess": args.preprocess or "l2", "random_state": args.seed,
               "verbose": 0 if args.quiet else 1, "device": args.device, "n_jobs": args.threads}
     common.update({k: v for k, v in (("nu", args.nu), ("batch_size", args.batch_size)) if v is not None})
     last_only = {"inner_solver": args.inner_solver, "max_dca_iter": args.max_dca_iter,
