@@ -16,7 +16,8 @@ import math
 import struct
 
 from . import flatbuffer as fb
-from .files import Header
+from .files import Header, parse_header, tflite_metadata
+from .tflite_check import check_tflite_structure
 from .graph_rules import BATCH, Widths, atoms, precision_kinds, refusal
 
 FULLY_CONNECTED, FULLY_CONNECTED_OPTIONS = 9, 8  # BuiltinOperator, BuiltinOptions
@@ -162,3 +163,18 @@ def _check_types(operators: list[int], data: bytes, tensors: list, header: Heade
             raise refusal(source, f"op {index} (FULLY_CONNECTED)", f"tensor types {found}; its "
                           f"metadata allows {' or '.join(f'{k} {v}' for k, v in expected.items())}")
 
+
+
+def checked_tflite_header(content: bytes, path: str, trust: bool = False) -> Header:
+    """The ``lastedge`` header of ``.tflite`` bytes read from ``path``, after the structure check
+    and, unless ``trust``, the graph check: what ``load`` and ``inspect`` both run before reading
+    anything else. Raises ``ValueError`` naming ``path`` and the problem."""
+    try:
+        metadata = tflite_metadata(content)
+        check_tflite_structure(content)
+    except ValueError as err:
+        raise ValueError(f"{path}: {err}") from None
+    header = parse_header(metadata, path)
+    if not trust:
+        check_tflite_graph(content, header, path)
+    return header

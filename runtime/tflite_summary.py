@@ -14,9 +14,8 @@ from pathlib import Path
 
 from . import flatbuffer as fb
 from .bounded import read_regular
-from .files import FileSummary, parse_header, tflite_metadata
-from .tflite_check import check_tflite_structure
-from .tflite_graph import check_tflite_graph
+from .files import FileSummary
+from .tflite_graph import checked_tflite_header
 
 EIGHT_BIT = (3, 9)  # TensorType UINT8, INT8
 
@@ -29,13 +28,7 @@ def read_tflite_summary(path: str | os.PathLike) -> FileSummary:
     content = read_regular(path)
     if not content:
         raise ValueError(f"{path} is empty")
-    try:
-        metadata = tflite_metadata(content)
-        check_tflite_structure(content)
-    except ValueError as err:
-        raise ValueError(f"{path}: {err}") from None
-    header = parse_header(metadata, str(path))
-    check_tflite_graph(content, header, str(path))
+    header = checked_tflite_header(content, str(path))
     n_features, types = _graph(content)  # the checks above passed: every index is in range
     precision = header.precision or ("int8" if any(t in EIGHT_BIT for t in types) else "fp32")
     return FileSummary(header, n_features, header.n_outputs, precision)
