@@ -103,9 +103,11 @@ def _first_installed(kind: str) -> str:
     if installed:
         return installed[0]
     if kind == "tflite" and platform.machine() in ARM_32_BIT:  # "lastedge[tflite]" fails to install
-        raise ImportError(f"no TFLite interpreter is installed: pip install tflite-runtime 'numpy<2' "
-                          f"(ai-edge-litert has no wheels for 32-bit Arm, {platform.machine()}; "
-                          "Python <= 3.11), or run the .npz model on numpy")
+        raise ImportError(f"no TFLite interpreter is installed: ai-edge-litert has no wheels for "
+                          f"32-bit Arm ({platform.machine()}); install tflite-runtime (Python <= 3.11) "
+                          "beside Debian's numpy (apt install python3-numpy, a venv made with "
+                          "--system-site-packages: a `lastedge bundle --target pi32` does this), "
+                          "or run the .npz model on numpy")
     raise ImportError(_EXTRA[BACKENDS[kind][0]])
 
 

@@ -12,7 +12,8 @@ self-test on every backend (aarch64: numpy, onnxruntime, LiteRT; armhf: numpy, t
 Prints one parity table (file x backend x architecture: max score difference against the
 workstation's scores, prediction agreement of the self-test, predict and on_device.py) and exits 1
 on any disagreement beyond the bounds of ``lastedge.runtime.selftest``. Timings under QEMU are
-printed as "emulated": they are no device's. Needs root (chroot, mount).
+printed as "emulated": they are no device's. Needs root (chroot, mount). Exits 2, with one line
+saying why, when this machine cannot emulate Arm (the tools, binfmt or the root cannot be set up).
 """
 
 from __future__ import annotations
@@ -35,6 +36,7 @@ TARGET = {"aarch64": "pi64", "armhf": "pi32"}
 MODELS = {"ovr": ["--atoms", "10"], "shared": ["--multiclass", "shared", "--atoms", "60"]}
 INSIDE = "/opt/lastedge-check"
 BENCH_RUNS = 50
+CANNOT_EMULATE = 2  # exit status: tools, binfmt or the Debian root could not be set up
 
 
 def step(name: str, command: str) -> str:
@@ -171,11 +173,8 @@ def format_table(rows: list[dict[str, Any]]) -> str:
 
 
 def check_arch(arch: str, cache: Path, install_only: bool, timings: dict[str, float]) -> list[dict[str, Any]]:
-    """Build (once) the root of ``arch``, bundle, install and run inside; the table's rows."""
+    """Bundle, install and run inside the (built) root of ``arch``; the table's rows."""
     root = arm_root.root_path(cache, arch)
-    start = time.perf_counter()
-    arm_root.build_root(arch, root)
-    timings[f"{arch} root"] = time.perf_counter() - start
     start = time.perf_counter()
     bundles = make_bundles(arch, cache / "work")
     timings[f"{arch} train+bundle (host)"] = time.perf_counter() - start
@@ -188,7 +187,8 @@ def ensure_tools(arches: list[str]) -> None:
     """apt-get the missing tools; let the kernel run each architecture through QEMU."""
     missing = arm_root.missing_apt_tools()
     if missing:
-        arm_root.run(["apt-get", "install", "-y", "--no-install-recommends", *missing])
+        arm_root.run(["apt-get", "update", "-q"])
+        arm_root.run(["apt-get", "install", "-y", "-q", "--no-install-recommends", *missing])
     binfmt = Path("/proc/sys/fs/binfmt_misc")
     for index, arch in enumerate(arches):
         for command in arm_root.binfmt_commands(arch, index > 0 or (binfmt / "register").exists()):
@@ -206,8 +206,14 @@ def main(argv: list[str] | None = None) -> int:
     (cache / "work").mkdir(parents=True, exist_ok=True)
     timings: dict[str, float] = {}
     start = time.perf_counter()
-    ensure_tools(arches)
-    timings["tools"] = time.perf_counter() - start
+    try:
+        ensure_tools(arches)
+        for arch in arches:
+            arm_root.build_root(arch, arm_root.root_path(cache, arch))
+    except (OSError, subprocess.CalledProcessError) as error:
+        print(f"arm check cannot run on this machine (no parity result): {error}", file=sys.stderr)
+        return CANNOT_EMULATE
+    timings["tools+roots"] = time.perf_counter() - start
     rows = [row for arch in arches for row in check_arch(arch, cache, args.install_only, timings)]
     timings["total"] = time.perf_counter() - start
     print(format_table(rows))

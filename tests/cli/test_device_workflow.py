@@ -74,8 +74,9 @@ def test_a_32_bit_pi_without_an_interpreter_is_told_to_install_the_legacy_one(de
     (folder / "m.tflite").write_bytes(b"\x1c\x00\x00\x00TFL3" + bytes(24))  # sniffed by name and bytes
     monkeypatch.setattr(loading, "_installed", lambda backend: False)
     monkeypatch.setattr(loading.platform, "machine", lambda: "armv7l")
-    with pytest.raises(ImportError, match=r"^no TFLite interpreter is installed: pip install "
-                                          r"tflite-runtime 'numpy<2' \(ai-edge-litert has no wheels"):
+    with pytest.raises(ImportError, match=r"^no TFLite interpreter is installed: ai-edge-litert has no "
+                                          r"wheels for 32-bit Arm \(armv7l\); install tflite-runtime .*"
+                                          r"python3-numpy.*--system-site-packages"):
         load(folder / "m.tflite")
     monkeypatch.setattr(loading.platform, "machine", lambda: "aarch64")
     with pytest.raises(ImportError, match=r'lastedge\[tflite\]'):

@@ -176,3 +176,17 @@ def test_a_failed_install_is_one_failing_row_naming_its_error(bundle, tmp_path):
     [row] = arm_check.collect("armhf", "ovr", bundle, tmp_path / "r", False)
     assert not row["passed"] and row["error"] == "install.sh exited 1: E: no python3-numpy"
     assert "FAIL: install.sh exited 1" in arm_check.format_table([row])
+
+
+def test_a_machine_that_cannot_emulate_arm_exits_2_with_one_line(tmp_path, monkeypatch, capsys):
+    """CI tells "no Arm here" (exit 2) from a parity failure (exit 1): nothing is trained or run."""
+    def refuse(arches):
+        raise subprocess.CalledProcessError(2, ["mount", "-t", "binfmt_misc"])
+
+    monkeypatch.setenv("LASTEDGE_ARM_CACHE", str(tmp_path))
+    monkeypatch.setattr(arm_check, "ensure_tools", refuse)
+    monkeypatch.setattr(arm_check, "check_arch", lambda *a: pytest.fail("ran without emulation"))
+    assert arm_check.main(["--arch", "aarch64"]) == arm_check.CANNOT_EMULATE == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("arm check cannot run on this machine") and "binfmt_misc" in err
+    assert len(err.splitlines()) == 1
