@@ -13,7 +13,7 @@ import numpy as np
 
 from .auto import add_auto_options, choose_auto
 from .common import add_image_size_option, json_text
-from .holdout import StopOnInterrupt, choose_on_holdout, cluster_backend
+from .holdout import StopOnInterrupt, choose_on_holdout, cluster_backend, search_jobs
 from .train_report import interrupted_record, metrics, provenance, step_trials_notice, summary_fields
 
 METHODS = ("last", "sgd", "adam")
@@ -78,9 +78,10 @@ def _add_model_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--threads", type=int, default=1, metavar="N",
                    help="torch threads while training (default 1; raise it on an idle many-core machine)")
     p.add_argument("--jobs", type=int, default=1, metavar="N",
-                   help="--mu grid: fit its candidates in N joblib processes (default 1, one at a time)")
+                   help="--mu grid, --auto and budgets: fit their candidates in N joblib processes (default 1, one at a time)")
     p.add_argument("--cluster", default=None, metavar="ADDRESS",
-                   help="--mu grid: fit its candidates on the Dask scheduler at ADDRESS (tcp://host:8786)")
+                   help="--mu grid, --auto and budgets: fit their candidates on the Dask scheduler at ADDRESS "
+                        "(tcp://host:8786)")
 
 
 def _add_last_options(p: argparse.ArgumentParser) -> None:
@@ -172,9 +173,8 @@ def _choose_mu(estimator: Any, grid: list[float], data: Any, seed: int,
                                 "best so far on all rows", estimator.verbose)
     try:
         with grid_stop.installed(), cluster_backend(args.cluster):
-            n_jobs = -1 if args.cluster else None if args.jobs == 1 else args.jobs  # -1: every worker
             return choose_on_holdout(estimator, {"mu": grid}, data.X_train, data.y_train, seed, monitor=grid_stop,
-                                     n_jobs=n_jobs)
+                                     n_jobs=search_jobs(args.jobs, args.cluster))
     except KeyboardInterrupt:
         print("lastedge train: interrupted during the hold-out grid: nothing trained", file=sys.stderr)
         return None
