@@ -26,7 +26,7 @@ def add_auto_options(p: argparse.ArgumentParser) -> None:
                         "on 10%% of the training rows (settings given explicitly are kept, not searched), "
                         "then refit the best on all rows")
     p.add_argument("--time-budget", type=float, default=None, metavar="S",
-                   help=f"--auto: start no further candidate after S seconds, keep the best so far "
+                   help=f"--auto and budgets: start no further candidate after S seconds, keep the best so far "
                         f"(default {DEFAULT_TIME_BUDGET:g})")
 
 

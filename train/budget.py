@@ -17,7 +17,7 @@ from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import validate_data
 
-from .device_cost import BUDGET_NAMES, DeviceBudget, LatencyModel
+from .device_cost import BUDGET_NAMES, DeviceBudget, LatencyModel, describe_atoms
 from .last import LASTClassifier
 from .model_search import RefittedBest, search_within
 from .selection import holdout_split
@@ -207,9 +207,3 @@ def _described(costed: list[dict[str, Any]], budget: DeviceBudget) -> str:
     limits = ", ".join(f"{row[name]:,.6g} {label} (budget {getattr(budget, name):,.6g})"
                        for name, label in BUDGET_NAMES.items() if getattr(budget, name) is not None)
     return f"{row['multiclass']} with {describe_atoms(row)}, needs {limits}"
-
-
-def describe_atoms(row: Mapping[str, Any]) -> str:
-    """``"3 atoms per head"`` (one-vs-all) or ``"30 atoms"`` (shared, or binary's one head)."""
-    n = row["n_atoms"]
-    return f"{n} atom{'s' if n > 1 else ''}{' per head' if row['multiclass'] == 'ovr' else ''}"

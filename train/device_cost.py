@@ -28,6 +28,12 @@ def model_shape(n_classes: int, n_atoms: int, multiclass: str) -> tuple[int, int
     return n_atoms * heads, outputs
 
 
+def describe_atoms(row: Mapping[str, Any]) -> str:
+    """``"3 atoms per head"`` (one-vs-all) or ``"30 atoms"`` (shared, or binary's one head)."""
+    n = row["n_atoms"]
+    return f"{n} atom{'s' if n > 1 else ''}{' per head' if row['multiclass'] == 'ovr' else ''}"
+
+
 def flash_bytes(n_features: int, atoms: int, outputs: int, flash_format: str = "int8") -> int:
     """Bytes of a model's weights in ``flash_format``: fp32, 4 per weight; int8, 1 per weight and
     a 4-byte bias per atom (the constants of the C export, without its padding, labels and code;
@@ -143,7 +149,7 @@ class DeviceBudget:
         """``{"macs", "flash_bytes", "latency_us"}`` of that model (latency None without a model)."""
         atoms, outputs = model_shape(n_classes, n_atoms, multiclass)
         macs = count_macs(n_features, atoms, outputs)
-        latency = None if self.latency_model is None else round(self.latency_model.predict(macs), 3)
+        latency = None if self.latency_model is None else self.latency_model.predict(macs)
         return {"macs": macs, "flash_bytes": flash_bytes(n_features, atoms, outputs, self.flash_format),
                 "latency_us": latency}
 
