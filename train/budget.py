@@ -105,19 +105,21 @@ class LASTBudgetSearch(RefittedBest, ClassifierMixin, BaseEstimator):
         self._check_space()
         budget = self.budget()
         forms = [f for f in FORMS if f in self.multiclass] if n_classes > 2 else ["ovr"]
+        def fits(n: int, form: str) -> bool:
+            return not budget.excess(budget.cost(n_features, n_classes, n, form))
+
         within, over = [], []
         for form in forms:
             smallest = n_classes if form == "shared" and n_classes > 2 else 1
-            fits = lambda n, form=form: not budget.excess(budget.cost(n_features, n_classes, n, form))  # noqa: E731
-            largest = _largest(fits, smallest, max(self.max_atoms, smallest))
+            largest = _largest(lambda n: fits(n, form), smallest, max(self.max_atoms, smallest))  # noqa: B023
             sizes = [] if largest is None else _halvings(largest, smallest, self.n_sizes)
             within.append([{"multiclass": form, "n_atoms": n} for n in sizes])
             if largest is None or largest < self.max_atoms:
                 next_up = smallest if largest is None else min(2 * largest, self.max_atoms)
                 over.append({"multiclass": form, "n_atoms": next_up})
-        costed = [{**row, **budget.cost(n_features, n_classes, row["n_atoms"], row["multiclass"]), "fits": fits}
-                  for fits, rows in ((True, [r for rank in range(self.n_sizes) for rows in within
-                                             for r in rows[rank:rank + 1]]), (False, over)) for row in rows]
+        tried = [(row, True) for rank in range(self.n_sizes) for rows in within for row in rows[rank:rank + 1]]
+        costed = [{**row, **budget.cost(n_features, n_classes, row["n_atoms"], row["multiclass"]), "fits": fit}
+                  for row, fit in tried + [(row, False) for row in over]]
         if not any(row["fits"] for row in costed):
             raise ValueError(f"no model fits the budget: the smallest, {_described(costed, budget)}")
         return costed
