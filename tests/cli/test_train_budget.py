@@ -108,3 +108,10 @@ def test_a_latency_budget_uses_the_targets_bench_figures(run, tmp_path, four_dig
                   if {k: row[k] for k in ("n_atoms", "multiclass")} == selection["chosen"])
     assert chosen["latency_us"] <= budget
     assert chosen["latency_us"] == pytest.approx(latency["intercept_us"] + latency["us_per_mac"] * chosen["macs"])
+
+
+def test_a_budget_record_this_version_cannot_read_is_one_line():
+    from lastedge.cli.budget import budget_fields
+
+    assert budget_fields({"chosen": {"n_atoms": 3}, "budget": "hand-edited"}) == [
+        ("budget choice", "recorded, in a form this version cannot read")]

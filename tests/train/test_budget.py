@@ -193,3 +193,12 @@ def test_scikit_learn_checks(estimator, check):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)
         check(estimator)
+
+
+def test_a_monitor_stops_the_search_after_a_candidate(digits_subset):
+    X, y = digits_subset
+    seen = []
+    search = LASTBudgetSearch(max_macs=1500, refit=False, **FAST).fit(
+        X, y, monitor=lambda k, fitted: seen.append((fitted.n_atoms, fitted.multiclass)) or k == 1)
+    scored = [(row["n_atoms"], row["multiclass"]) for row in search.cv_results_ if row["holdout_accuracy"] is not None]
+    assert scored == seen == [(row["n_atoms"], row["multiclass"]) for row in search.cv_results_[:2]]
