@@ -12,7 +12,7 @@ import sys
 import time
 from typing import Any
 
-from .holdout import StopOnInterrupt, choose_on_holdout
+from .holdout import StopOnInterrupt, choose_on_holdout, cluster_backend, search_jobs
 
 AUTO_PREPROCESS = ["l2", "standardize"]  # lastedge.train.model_search.DEFAULT_PREPROCESS
 AUTO_MU = [0.0, 0.1, 1.0, 10.0]  # lastedge.train.model_search.DEFAULT_MU
@@ -26,7 +26,7 @@ def add_auto_options(p: argparse.ArgumentParser) -> None:
                         "on 10%% of the training rows (settings given explicitly are kept, not searched), "
                         "then refit the best on all rows")
     p.add_argument("--time-budget", type=float, default=None, metavar="S",
-                   help=f"--auto: start no further candidate after S seconds, keep the best so far "
+                   help=f"--auto and budgets: start no further candidate after S seconds, keep the best so far "
                         f"(default {DEFAULT_TIME_BUDGET:g})")
 
 
@@ -38,7 +38,7 @@ def auto_grid(args: argparse.Namespace) -> dict[str, list[Any]]:
 
 def choose_auto(estimator: Any, args: argparse.Namespace, data: Any) -> dict[str, Any] | None:
     """The ``--auto`` hold-out choice (see :func:`~.holdout.choose_on_holdout`), stopped after the
-    candidate under way when the time budget is spent (``"over_budget"`` lists those not fitted) or
+    candidate (or round of ``--jobs`` candidates) under way when the time budget is spent (``"over_budget"`` lists those not fitted) or
     on Ctrl-C (``"skipped"``); None when a second Ctrl-C stopped it before any refit."""
     if args.method != "last":
         raise ValueError("--auto applies to --method last only")
@@ -53,9 +53,9 @@ def choose_auto(estimator: Any, args: argparse.Namespace, data: Any) -> dict[str
         return grid_stop(k, fitted) or time.perf_counter() - started >= budget
 
     try:
-        with grid_stop.installed():
+        with grid_stop.installed(), cluster_backend(args.cluster):
             selection = choose_on_holdout(estimator, auto_grid(args), data.X_train, data.y_train, args.seed,
-                                          monitor=monitor)
+                                          monitor=monitor, n_jobs=search_jobs(args.jobs, args.cluster))
     except KeyboardInterrupt:
         print("lastedge train: interrupted during the --auto search: nothing trained", file=sys.stderr)
         return None

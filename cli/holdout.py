@@ -48,6 +48,12 @@ def choose_on_holdout(estimator: Any, grid: dict[str, list[float]], X: np.ndarra
     return selection
 
 
+def search_jobs(jobs: int, cluster: str | None) -> int | None:
+    """``n_jobs`` of a hold-out search for ``--jobs`` and ``--cluster``: every worker of a cluster
+    (-1), else ``jobs`` processes (None for 1: one candidate at a time, in this process)."""
+    return -1 if cluster else None if jobs == 1 else jobs
+
+
 @contextlib.contextmanager
 def cluster_backend(address: str | None) -> Iterator[None]:
     """joblib's ``"dask"`` backend on the Dask scheduler at ``address`` (``--cluster``) while the

@@ -14,6 +14,7 @@ import argparse
 from pathlib import Path
 from typing import Any, Iterable
 
+from .budget import budget_fields
 from .common import install_hint, json_text
 
 MAX_CLASSES_SHOWN = 12
@@ -211,8 +212,9 @@ def model_lines(info: dict[str, Any]) -> list[str]:
         if isinstance(meta.get(key), dict):
             fields.append((key, " ".join(f"{k}={v}" for k, v in meta[key].items())))
     choice = selection_text(meta.get("selection"))  # recorded by ``lastedge train --mu A,B,...``
-    if choice is not None:
-        fields.append(("hold-out choice", choice))
+    if choice is not None:  # a budget's choice (``lastedge train --budget-...``) has lines of its own
+        fields += (budget_fields(meta["selection"]) if "budget" in meta["selection"]
+                   else [("hold-out choice", choice)])
         stopped = grid_stop_text(meta["selection"])
         if stopped is not None:
             fields.append(("hold-out grid", stopped))

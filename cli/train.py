@@ -12,8 +12,9 @@ from typing import Any
 import numpy as np
 
 from .auto import add_auto_options, choose_auto
+from .budget import add_budget_options, budget_given, check_budget_options, choose_budget
 from .common import add_image_size_option, json_text
-from .holdout import StopOnInterrupt, choose_on_holdout, cluster_backend
+from .holdout import StopOnInterrupt, choose_on_holdout, cluster_backend, search_jobs
 from .train_report import interrupted_record, metrics, provenance, step_trials_notice, summary_fields
 
 METHODS = ("last", "sgd", "adam")
@@ -40,6 +41,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     _add_model_options(p)
     _add_last_options(p)
     add_auto_options(p)
+    add_budget_options(p)
     _add_output_options(p)
     p.set_defaults(func=run_train)
 
@@ -58,9 +60,9 @@ def _add_data_options(p: argparse.ArgumentParser) -> None:
 
 
 def _add_model_options(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--atoms", required=True, type=int, metavar="N",
+    p.add_argument("--atoms", type=int, default=None, metavar="N",
                    help="atoms per head (one head per class for > 2 classes; with --multiclass "
-                        "shared, atoms in all), e.g. 25")
+                        "shared, atoms in all), e.g. 25; required unless a --budget-* option chooses it")
     p.add_argument("--method", choices=METHODS, default="last",
                    help="last: DCA (default); sgd / adam: the baselines on the same objective")
     p.add_argument("--preprocess", choices=PREPROCESS, default=None,
@@ -78,9 +80,10 @@ def _add_model_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--threads", type=int, default=1, metavar="N",
                    help="torch threads while training (default 1; raise it on an idle many-core machine)")
     p.add_argument("--jobs", type=int, default=1, metavar="N",
-                   help="--mu grid: fit its candidates in N joblib processes (default 1, one at a time)")
+                   help="--mu grid, --auto and budgets: fit their candidates in N joblib processes (default 1, one at a time)")
     p.add_argument("--cluster", default=None, metavar="ADDRESS",
-                   help="--mu grid: fit its candidates on the Dask scheduler at ADDRESS (tcp://host:8786)")
+                   help="--mu grid, --auto and budgets: fit their candidates on the Dask scheduler at ADDRESS "
+                        "(tcp://host:8786)")
 
 
 def _add_last_options(p: argparse.ArgumentParser) -> None:
@@ -130,8 +133,9 @@ def run_train(args: argparse.Namespace) -> int:
                              "--image-shape HxW for .npz or CSV rows)")
         estimator.set_params(image_shape=data.image_shape)
     selection = None
-    if args.auto or len(args.mu or ()) > 1:
+    if args.auto or len(args.mu or ()) > 1 or budget_given(args):
         selection = (choose_auto(estimator, args, data) if args.auto
+                     else choose_budget(estimator, args, data) if budget_given(args)
                      else _choose_mu(estimator, args.mu, data, args.seed, args))
         if selection is None:
             return 130
@@ -172,9 +176,8 @@ def _choose_mu(estimator: Any, grid: list[float], data: Any, seed: int,
                                 "best so far on all rows", estimator.verbose)
     try:
         with grid_stop.installed(), cluster_backend(args.cluster):
-            n_jobs = -1 if args.cluster else None if args.jobs == 1 else args.jobs  # -1: every worker
             return choose_on_holdout(estimator, {"mu": grid}, data.X_train, data.y_train, seed, monitor=grid_stop,
-                                     n_jobs=n_jobs)
+                                     n_jobs=search_jobs(args.jobs, args.cluster))
     except KeyboardInterrupt:
         print("lastedge train: interrupted during the hold-out grid: nothing trained", file=sys.stderr)
         return None
@@ -254,8 +257,9 @@ def make_estimator(args: argparse.Namespace) -> Any:
         raise ValueError(f"--seed must be an integer in [0, {2**32 - 1}], got {args.seed}")
     if args.batch_size == "full" and args.method != "last":
         raise ValueError("--batch-size full applies to --method last only")
-    if args.time_budget is not None and not args.auto:
-        raise ValueError("--time-budget applies to --auto only")
+    if args.time_budget is not None and not (args.auto or budget_given(args)):
+        raise ValueError("--time-budget applies to --auto and budgets only")
+    check_budget_options(args)
     common = {"n_atoms": args.atoms, "preprocess": args.preprocess or "l2", "random_state": args.seed,
               "verbose": 0 if args.quiet else 1, "device": args.device, "n_jobs": args.threads}
     common.update({k: v for k, v in (("nu", args.nu), ("batch_size", args.batch_size)) if v is not None})

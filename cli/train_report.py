@@ -60,6 +60,7 @@ def metrics(estimator: Any, data: Any) -> dict[str, Any]:
 
 def summary_fields(summary: dict[str, Any]) -> list[tuple[str, str]]:
     """The summary's ``(label, text)`` lines, for ``inspect.field_lines``."""
+    from .budget import budget_fields
     from .inspect import grid_stop_text, selection_text
 
     data, metrics, model = summary["data"], summary["metrics"], summary["model"]
@@ -75,9 +76,11 @@ def summary_fields(summary: dict[str, Any]) -> list[tuple[str, str]]:
         ("model", f"{model['path']}: {model['atoms']} atoms, {model['macs_per_sample']:,} MACs/sample, "
                   f"{model['size_bytes'] / 1024:.1f} KiB"),
     ]
-    if "selection" in summary:
-        fields.append(("hold-out choice", selection_text(summary["selection"])))
-        stopped = grid_stop_text(summary["selection"])
+    selection = summary.get("selection")
+    if selection is not None:
+        fields += (budget_fields(selection) if "budget" in selection
+                   else [("hold-out choice", selection_text(selection))])
+        stopped = grid_stop_text(selection)
         if stopped is not None:
             fields.append(("hold-out grid", stopped))
     scored = [row for row in summary["curve"] if "validation_accuracy" in row]

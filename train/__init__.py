@@ -13,8 +13,10 @@ from typing import TYPE_CHECKING, Any
 # public name -> submodule that defines it
 _EXPORTS = {
     "KMeansCentroidClassifier": ".centroids",
+    "LASTBudgetSearch": ".budget",
     "LASTClassifier": ".last",
     "LASTClassifierCV": ".model_search",
+    "LatencyModel": ".device_cost",
     "SGDSoftThresholdClassifier": ".sgd",
     "SoftThresholdEncoderSVM": ".baselines",
     "SparseCodingSVM": ".sparse_coding",
@@ -39,9 +41,11 @@ def __dir__() -> list[str]:
 
 if TYPE_CHECKING:  # static analysers and IDEs see the names eagerly
     from .baselines import SoftThresholdEncoderSVM as SoftThresholdEncoderSVM
+    from .budget import LASTBudgetSearch as LASTBudgetSearch
     from .centroids import KMeansCentroidClassifier as KMeansCentroidClassifier
     from .curves import plot_training_curve as plot_training_curve
     from .curves import training_curve as training_curve
+    from .device_cost import LatencyModel as LatencyModel
     from .last import LASTClassifier as LASTClassifier
     from .model_search import LASTClassifierCV as LASTClassifierCV
     from .sgd import SGDSoftThresholdClassifier as SGDSoftThresholdClassifier

@@ -8,9 +8,8 @@ as ``best_estimator_``, the LASTClassifier that lastedge saves and exports.
 
 from __future__ import annotations
 
-import inspect
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -27,7 +26,27 @@ DEFAULT_PREPROCESS = ("l2", "standardize")
 DEFAULT_MU = (0.0, 0.1, 1.0, 10.0)
 
 
-class LASTClassifierCV(ClassifierMixin, BaseEstimator):
+class RefittedBest:
+    """Prediction through ``best_estimator_``, the best candidate refitted on all rows, for the
+    searches that choose LASTClassifier settings."""
+
+    def predict(self, X: Any) -> np.ndarray:
+        """Classes predicted by the refitted ``best_estimator_``."""
+        check_is_fitted(self, "best_estimator_")
+        return self.best_estimator_.predict(X)
+
+    def decision_function(self, X: Any) -> np.ndarray:
+        """Scores of the refitted ``best_estimator_``."""
+        check_is_fitted(self, "best_estimator_")
+        return self.best_estimator_.decision_function(X)
+
+    def to_model(self) -> Any:
+        """The refitted ``best_estimator_`` as a ``lastedge.runtime.Model``: what is saved and exported."""
+        check_is_fitted(self, "best_estimator_")
+        return self.best_estimator_.to_model()
+
+
+class LASTClassifierCV(RefittedBest, ClassifierMixin, BaseEstimator):
     """LASTClassifier whose ``preprocess`` and ``mu`` are chosen on a hold-out, then refitted.
 
     Parameters
@@ -51,7 +70,7 @@ class LASTClassifierCV(ClassifierMixin, BaseEstimator):
     random_state : int or None
         Seed of the hold-out split and of every fit.
     n_jobs : int or None
-        Passed to ``choose_params`` when it accepts ``n_jobs``.
+        Candidates fitted at once through joblib (see ``choose_params``; None: one at a time).
     verbose : int
         Prints a line per candidate when positive.
     """
@@ -86,40 +105,14 @@ class LASTClassifierCV(ClassifierMixin, BaseEstimator):
         self._check_space()
         base = self._base_estimator()
         cv = holdout_split(self.holdout_fraction, self.random_state) if self.cv is None else self.cv
-        extra = {"n_jobs": self.n_jobs} if "n_jobs" in inspect.signature(choose_params).parameters else {}
-        started, results = time.perf_counter(), []
-        for params in self.candidates():
-            if results and self.time_budget is not None and time.perf_counter() - started >= self.time_budget:
-                break
-            t0 = time.perf_counter()
-            _, scored = choose_params(base, {k: [v] for k, v in params.items()}, X, y, cv,
-                                      verbose=max(self.verbose - 1, 0), **extra)
-            results.append({"params": params, "score": scored[0][1], "fit_time": time.perf_counter() - t0})
-            if self.verbose:
-                print(f"preprocess={params['preprocess']} mu={params['mu']}: held-out accuracy "
-                      f"{results[-1]['score']:.4f} ({results[-1]['fit_time']:.1f} s)")
-        best = max(results, key=lambda result: result["score"])  # max keeps the first of equals
-        self.cv_results_ = results
+        self.cv_results_ = search_within(base, self.candidates(), X, y, cv, self.time_budget, self.n_jobs,
+                                         self.verbose)
+        best = max(self.cv_results_, key=lambda result: result["score"])  # max keeps the first of equals
         self.best_params_ = dict(best["params"])
         self.best_score_ = best["score"]
         self.best_estimator_ = base.set_params(**self.best_params_).fit(X, y)
         self.classes_ = self.best_estimator_.classes_
         return self
-
-    def predict(self, X: Any) -> np.ndarray:
-        """Classes predicted by the refitted ``best_estimator_``."""
-        check_is_fitted(self, "best_estimator_")
-        return self.best_estimator_.predict(X)
-
-    def decision_function(self, X: Any) -> np.ndarray:
-        """Scores of the refitted ``best_estimator_``."""
-        check_is_fitted(self, "best_estimator_")
-        return self.best_estimator_.decision_function(X)
-
-    def to_model(self) -> Any:
-        """The refitted ``best_estimator_`` as a ``lastedge.runtime.Model``: what is saved and exported."""
-        check_is_fitted(self, "best_estimator_")
-        return self.best_estimator_.to_model()
 
     def _base_estimator(self) -> LASTClassifier:
         """The LASTClassifier every candidate starts from (fixed settings only)."""
@@ -127,8 +120,8 @@ class LASTClassifierCV(ClassifierMixin, BaseEstimator):
         fixed = {"n_atoms", "multiclass", "preprocess", "mu", "random_state"} & set(extra)
         if fixed:
             raise ValueError(f"estimator_params must not set {sorted(fixed)}: they are LASTClassifierCV's own")
-        return LASTClassifier(n_atoms=self.n_atoms, multiclass=self.multiclass, random_state=self.random_state,
-                              verbose=0, **extra)
+        return LASTClassifier(**{"verbose": 0, **extra, "n_atoms": self.n_atoms, "multiclass": self.multiclass,
+                                 "random_state": self.random_state})
 
     def _check_space(self) -> None:
         """ValueError naming a bad search space or budget."""
@@ -143,3 +136,27 @@ class LASTClassifierCV(ClassifierMixin, BaseEstimator):
             raise ValueError(f"time_budget must be positive seconds or None, got {self.time_budget!r}")
         if not 0 < self.holdout_fraction < 1:
             raise ValueError(f"holdout_fraction must be in (0, 1), got {self.holdout_fraction!r}")
+
+
+def search_within(base: Any, candidates: list[dict[str, Any]], X: np.ndarray, y: np.ndarray, cv: Any,
+                  time_budget: float | None, n_jobs: int | None = None, verbose: int = 0,
+                  monitor: Callable[[int, Any], bool | None] | None = None) -> list[dict[str, Any]]:
+    """``[{"params", "score", "fit_time"}, ...]``: :func:`~.selection.choose_params` over
+    ``candidates`` in their order, starting none after ``time_budget`` seconds (the first always
+    runs) or after ``monitor(k, fitted)`` returned True; ``verbose`` prints a line per candidate. ``fit_time`` is the seconds from the start
+    of the candidate's round of ``n_jobs`` fits to its score."""
+    started = time.perf_counter()
+    last = [started]
+    results: list[dict[str, Any]] = []
+
+    def record(k: int, fitted: Any) -> bool:
+        now = time.perf_counter()
+        results.append({"params": candidates[k], "fit_time": now - last[0]})
+        last[0] = now
+        stop = bool(monitor is not None and monitor(k, fitted))
+        return stop or (time_budget is not None and now - started >= time_budget)
+
+    _, scored = choose_params(base, candidates, X, y, cv, verbose=verbose, monitor=record, n_jobs=n_jobs)
+    for result, (_, score) in zip(results, scored):
+        result["score"] = score
+    return results

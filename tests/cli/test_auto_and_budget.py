@@ -26,7 +26,7 @@ def test_explicit_settings_are_fixed_not_searched(mu, preprocess, expected):
 
 
 @pytest.mark.parametrize("extra, message", [
-    (["--time-budget", "5"], "--time-budget applies to --auto only"),
+    (["--time-budget", "5"], "--time-budget applies to --auto and budgets only"),
     (["--auto", "--time-budget", "0"], "--time-budget must be positive"),
     (["--auto", "--method", "sgd"], "--auto applies to --method last only"),
 ])
@@ -50,3 +50,16 @@ def test_auto_reports_candidates_and_writes_the_chosen_model(tmp_path, capsys):
     best = max(selection["candidates"], key=lambda row: row["holdout_accuracy"])
     assert selection["chosen"] == {k: best[k] for k in ("mu", "preprocess")}
     assert load(out).preprocess.kind == selection["chosen"]["preprocess"]
+
+
+@pytest.mark.slow
+def test_auto_with_jobs_chooses_as_one_at_a_time(tmp_path, capsys):
+    """--jobs 2 fits --auto's candidates two at a time (joblib processes) and chooses the same."""
+    chosen = []
+    for jobs in ("1", "2"):
+        code = main(["train", "--data", "digits", "--atoms", "2", "--max-dca-iter", "2", "--inner-iter", "20",
+                     "--auto", "--mu", "0,1", "--jobs", jobs, "--quiet", "--json", "--out", str(tmp_path / "m.npz")])
+        assert code == 0
+        chosen.append(json.loads(capsys.readouterr().out)["selection"])
+    assert chosen[0]["chosen"] == chosen[1]["chosen"]
+    assert chosen[0]["candidates"] == chosen[1]["candidates"]  # the same fits, scored alike

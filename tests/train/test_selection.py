@@ -149,6 +149,36 @@ def test_a_monitor_with_n_jobs_trims_the_result_where_it_stops():
     assert seen == [0, 1] and [params["mu"] for params, _ in scored] == [0, 1] and best == {"mu": 0}
 
 
+class CountsFits(RightOnlyAtOneMu):
+    """RightOnlyAtOneMu that records the ``mu`` of every fit in ``FITTED`` (threads share it)."""
+
+    def fit(self, X, y):
+        FITTED.append(self.mu)
+        return super().fit(X, y)
+
+
+FITTED: list[float] = []
+
+
+def test_a_monitor_with_n_jobs_stops_after_the_round_under_way():
+    from joblib import parallel_config
+
+    X, y = rows()
+    FITTED.clear()
+    with parallel_config(backend="threading"):
+        _, scored = choose_params(CountsFits(good=1.0), [{"mu": m} for m in (4, 3, 2, 1, 0)], X, y,
+                                  holdout_split(0.25, 0), n_jobs=2, monitor=lambda k, fitted: k == 2)
+    assert [params["mu"] for params, _ in scored] == [4, 3, 2]  # a sequence keeps its order
+    assert sorted(FITTED) == [1, 2, 3, 4]  # rounds of two: [4, 3], [2, 1]; mu = 0 never fitted
+
+
+def test_a_sequence_of_candidates_needs_one_setting_each():
+    X, y = rows()
+    for bad in ([], [{}]):
+        with pytest.raises(ValueError, match="at least one candidate"):
+            choose_params(RightOnlyAtOneMu(), bad, X, y, cv=2)
+
+
 def test_gridsearchcv_fits_lastclassifier():
     from sklearn.model_selection import GridSearchCV
     X, y = make_classification(n_samples=90, n_features=6, n_informative=4, n_classes=3, random_state=0)
