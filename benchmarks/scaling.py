@@ -13,7 +13,7 @@ machine (gloo, one torch thread each); each rank reads its block of the rows.
 - Strong scaling: the same rows and global minibatch on 1, 2, ... ranks, so the same fit up to
   the order of sums (see the distributed test); samples/s and the time until the training loss
   (objective of (P) per row, summed over heads) first reaches ``--target-loss`` (default: 1.01
-  times the loss the 1-rank fit ends at) should fall with more ranks.
+  times the loss the seed's 1-rank fit ends at) should fall with more ranks.
 - Weak scaling: each rank holds the rows and minibatch rows that 1 rank holds on its own (the
   rows of 1 rank: ``1 / max(ranks)`` of them, its minibatch as much of ``--batch-size``); ideal
   samples/s grows with the ranks (efficiency = samples/s / (ranks x 1-rank samples/s)).
@@ -112,18 +112,18 @@ def summarise(record: dict[str, Any], scaling: str, ranks: int, seed: int, rows:
             "final_loss": record["objectives"][-1] / rows, "error_pct": record["error_pct"], "record": record}
 
 
-def add_ratios(rows: list[dict[str, Any]], target: float | None) -> float:
-    """Speed-up and efficiency against the 1-rank fit of each scaling (and seed), and the strong
-    fits' time to ``target`` (default: 1.01 x the first 1-rank strong fit's final loss)."""
-    strong = [row for row in rows if row["scaling"] == "strong"]
-    target = target if target is not None else 1.01 * strong[0]["final_loss"]
+def add_ratios(rows: list[dict[str, Any]], target: float | None) -> None:
+    """Speed-up and efficiency against the 1-rank fit of the same scaling and seed, and the strong
+    fits' time to ``target`` (default: 1.01 x the final loss of the seed's 1-rank strong fit)."""
     for row in rows:
         base = next(r for r in rows if r["scaling"] == row["scaling"] and r["seed"] == row["seed"] and r["ranks"] == 1)
         row["speed_up"] = row["samples_per_s"] / base["samples_per_s"]
         row["efficiency"] = row["speed_up"] / row["ranks"]
-        reached = time_to_target(row["record"], row["rows"], target) if row["scaling"] == "strong" else None
-        row["to_target_s"] = "-" if row["scaling"] == "weak" else "not reached" if reached is None else f"{reached:.1f}"
-    return target
+        if row["scaling"] == "weak":
+            row["to_target_s"] = "-"
+            continue
+        reached = time_to_target(row["record"], row["rows"], 1.01 * base["final_loss"] if target is None else target)
+        row["to_target_s"] = "not reached" if reached is None else f"{reached:.1f}"
 
 
 def build_data(args: argparse.Namespace, folder: Path) -> int:
@@ -140,7 +140,7 @@ def build_data(args: argparse.Namespace, folder: Path) -> int:
     return len(X)
 
 
-def run(args: argparse.Namespace) -> tuple[list[dict[str, Any]], float]:
+def run(args: argparse.Namespace) -> list[dict[str, Any]]:
     rows = []
     most = max(args.ranks)
     with tempfile.TemporaryDirectory() as tmp:
@@ -159,7 +159,8 @@ def run(args: argparse.Namespace) -> tuple[list[dict[str, Any]], float]:
                     rows.append(summarise(record, scaling, ranks, seed, fit_rows, batch, args.inner_iter))
                     print(f"{scaling} {ranks} rank(s), seed {seed}: {rows[-1]['samples_per_s']:,.0f} samples/s, "
                           f"test error {rows[-1]['error_pct']:.2f} %", flush=True)
-    return rows, add_ratios(rows, args.target_loss)
+    add_ratios(rows, args.target_loss)
+    return rows
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -176,19 +177,21 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--seeds", type=lambda text: [int(n) for n in text.split(",")], default=[0],
                    help="strong-scaling fits run once per seed (default 0)")
     p.add_argument("--target-loss", type=float, default=None,
-                   help="training loss per row for the time-to-target column (default 1.01 x the 1-rank fit's end)")
+                   help="training loss per row for the time-to-target column (default: 1.01 x the "
+                        "final loss of the seed's 1-rank fit)")
     p.add_argument("--data", type=Path, default=DEFAULT_DATA, help="folder holding mnist.npz")
     p.add_argument("--json", type=arguments.output_file, default=None, metavar="PATH")
     args = p.parse_args(argv)
     if args.ranks[0] != 1:
         p.error("--ranks must start with 1, the reference of the speed-up")
     check_data(p, args.data, "mnist.npz")
-    rows, target = run(args)
+    rows = run(args)
+    target = "1.01 x each seed's 1-rank final loss" if args.target_loss is None else f"{args.target_loss:g}"
     print()
     print(report.markdown_table(rows, COLUMNS))
     print(f"\nMNIST, first {args.images} training images with shifted copies of 1..{args.shift} pixels; "
           f"{args.atoms} atoms per head x 10 heads; {args.max_dca_iter} DCA iterations x {args.inner_iter} Adam "
-          f"steps; gloo on {os.cpu_count()} CPU cores, 1 torch thread per rank; target loss {target:.4f} per row.")
+          f"steps; gloo on {os.cpu_count()} CPU cores, 1 torch thread per rank; target loss per row: {target}.")
     if args.json:
         args.json.write_text(json.dumps([{k: v for k, v in row.items() if k != "record"} for row in rows], indent=2))
 
