@@ -50,8 +50,12 @@ def process_group(args: argparse.Namespace) -> Iterator[None]:
 
     check_arguments(args)
     on_gpu = args.device.startswith("cuda")
-    if on_gpu and args.device == "cuda":
-        args.device = f"cuda:{os.environ.get('LOCAL_RANK', '0')}"
+    if on_gpu:
+        import torch
+
+        if args.device == "cuda":
+            args.device = f"cuda:{os.environ.get('LOCAL_RANK', '0')}"
+        torch.cuda.set_device(torch.device(args.device))  # nccl's collectives run on the current GPU
     started = not dist.is_initialized()
     if started:
         dist.init_process_group("nccl" if on_gpu else "gloo")

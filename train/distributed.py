@@ -22,6 +22,8 @@ import numpy as np
 import torch
 import torch.distributed as dist
 
+from lastedge.runtime.data_shards import row_block
+
 Tensor = torch.Tensor
 _MESSAGE_BYTES = 1024  # of a failed rank's error message sent to the others
 
@@ -46,9 +48,7 @@ def is_distributed() -> bool:
 def shard_rows(n_rows: int, rank_: int | None = None, world: int | None = None) -> slice:
     """The contiguous block of ``n_rows`` rows that rank ``rank_`` of ``world`` (by default this
     process's) reads: blocks in rank order cover the rows, their sizes differ by at most one."""
-    rank_ = rank() if rank_ is None else rank_
-    world = world_size() if world is None else world
-    return slice(n_rows * rank_ // world, n_rows * (rank_ + 1) // world)
+    return row_block(n_rows, rank() if rank_ is None else rank_, world_size() if world is None else world)
 
 
 @dataclass(frozen=True)

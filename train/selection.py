@@ -16,6 +16,7 @@ from joblib import Parallel, delayed
 from sklearn.base import clone, is_classifier
 from sklearn.model_selection import ParameterGrid, StratifiedShuffleSplit, check_cv
 
+from .distributed import is_distributed
 from .params import python_scalar
 
 Monitor = Callable[[int, Any], bool | None]  # (candidate index, its fitted estimator) -> stop?
@@ -56,6 +57,10 @@ def choose_params(estimator: Any, grid: Mapping[str, Sequence[float]], X: np.nda
     them. With a ``monitor`` and ``n_jobs=None`` the candidates are fitted one by one so that a
     stop saves the rest; otherwise every fit runs first and the monitor only trims the result.
     """
+    if is_distributed():
+        raise ValueError("choosing parameters runs in one process: with torch.distributed initialised on "
+                         "several ranks, each rank would choose on its own hold-out rows; choose first, "
+                         "then fit the chosen setting data-parallel")
     if not grid or not all(len(values) for values in grid.values()):
         raise ValueError(f"choosing parameters needs at least one candidate value for each, got {dict(grid)}")
     X, y = np.asarray(X), np.asarray(y)

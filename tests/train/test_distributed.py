@@ -20,10 +20,11 @@ WORKER = Path(__file__).with_name("distributed_fit.py")
 TIMEOUT = 300  # seconds for a whole torchrun job; the ranks' process group times out after 60
 
 
-def torchrun(data: Path, out: Path, params: dict, fail: str = "") -> subprocess.CompletedProcess:
+def torchrun(data: Path, out: Path, params: dict | str, fail: str = "") -> subprocess.CompletedProcess:
     """``distributed_fit.py`` on 2 ranks; its output and exit status."""
+    params = params if isinstance(params, str) else json.dumps(params)
     command = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", "2",
-               str(WORKER), str(data), str(out), json.dumps(params), *([fail] if fail else [])]
+               str(WORKER), str(data), str(out), params, *([fail] if fail else [])]
     return subprocess.run(command, capture_output=True, text=True, timeout=TIMEOUT)
 
 
@@ -116,3 +117,33 @@ def test_bad_rows_on_one_rank_fail_every_rank_with_their_reason(digits_rows, tmp
     assert done.returncode != 0
     assert "rank 1 of the distributed fit failed: ValueError: Input X contains NaN" in done.stderr
     assert not (tmp_path / "model.npz").exists()
+
+
+@pytest.mark.slow
+def test_what_a_distributed_fit_cannot_do_is_refused_on_every_rank(digits_rows, tmp_path):
+    np.savez(tmp_path / "data.npz", X=digits_rows[0][:200], y=digits_rows[1][:200])
+    done = torchrun(tmp_path / "data.npz", tmp_path, "refusals")
+    assert done.returncode == 0, done.stderr[-3000:]
+    for r in (0, 1):
+        sgd, warm, search = json.loads((tmp_path / f"refusals{r}.json").read_text())
+        assert sgd.startswith("SGDSoftThresholdClassifier trains in one process")
+        assert warm.startswith("warm_start is not supported in a distributed fit")
+        assert search.startswith("choosing parameters runs in one process")
+
+
+@pytest.mark.slow
+@pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
+def test_early_stopping_and_shifted_copies_per_rank_agree_across_ranks(digits_rows, tmp_path):
+    """Each rank holds out its share of its own rows and shifts its own images, so the fit is not
+    the single-process one; the ranks still agree on every iterate and on when to stop."""
+    X, y = digits_rows[0][:1600], digits_rows[1][:1600]
+    np.savez(tmp_path / "data.npz", X=X[:1400], y=y[:1400])
+    params = {"n_atoms": 6, "inner_iter": 40, "max_dca_iter": 4, "early_stopping": True, "n_iter_no_change": 1,
+              "shift_augment": 1, "image_shape": [8, 8], "batch_size": 200, "random_state": 0, "verbose": 0}
+    done = torchrun(tmp_path / "data.npz", tmp_path, params)
+    assert done.returncode == 0, done.stderr[-3000:]
+    ranks = [np.load(tmp_path / f"rank{r}.npz") for r in (0, 1)]
+    for name in ("dictionary", "coef", "objectives"):
+        assert np.array_equal(ranks[0][name], ranks[1][name])
+    single = LASTClassifier(**params).fit(X[:1400], y[:1400])
+    assert np.mean(load(tmp_path / "model.npz").predict(X[1400:]) == y[1400:]) >= single.score(X[1400:], y[1400:]) - 0.05
