@@ -78,6 +78,14 @@ def shard_of(n_rows: int) -> Shard | None:
     return Shard(int(counts[:rank()].sum()), int(n_rows), int(counts.sum()))
 
 
+def check_device(device: torch.device) -> None:
+    """A ValueError when the process group's backend cannot sum tensors on the fit's ``device``
+    (nccl sums GPU tensors only)."""
+    if dist.get_backend() == "nccl" and device.type != "cuda":
+        raise ValueError(f"a distributed fit over nccl needs device='cuda' (each rank its GPU), got "
+                         f"device={str(device)!r}; use the gloo backend for CPU fits")
+
+
 def _device() -> torch.device:
     """Where this backend's collectives run: the current GPU for nccl, else the CPU."""
     if dist.get_backend() == "nccl":

@@ -269,6 +269,8 @@ class LASTClassifier(SoftThresholdBase):
                           rescaled_mu(self.mu, row_scale), settings.surrogate, settings.line_search,
                           settings.patience)
         with self._torch_session() as device:
+            if shard is not None:
+                distributed.check_device(device)
             data = Data(torch.as_tensor(Z, device=device), torch.as_tensor(targets, device=device),
                         torch.as_tensor(groups, device=device), settings.ovr_hinge_weight, shard)
             solver.to(device)
