@@ -15,6 +15,7 @@ from .auto import add_auto_options, choose_auto
 from .budget import add_budget_options, budget_given, check_budget_options, choose_budget
 from .common import add_image_size_option, json_text
 from .holdout import StopOnInterrupt, choose_on_holdout, cluster_backend, search_jobs
+from .train_distributed import is_writer, launched, load_block, metrics_over_ranks, process_group, record_ranks
 from .train_report import interrupted_record, metrics, provenance, step_trials_notice, summary_fields
 
 METHODS = ("last", "sgd", "adam")
@@ -119,7 +120,15 @@ def _add_output_options(p: argparse.ArgumentParser) -> None:
 
 
 def run_train(args: argparse.Namespace) -> int:
-    """``lastedge train``: fit, save, score, save again with the scores, report."""
+    """``lastedge train``: fit, save, score, save again with the scores, report; under ``torchrun``
+    on several ranks, one data-parallel fit (:mod:`.train_distributed`)."""
+    if not launched():
+        return _train(args)
+    with process_group(args):
+        return _train(args)
+
+
+def _train(args: argparse.Namespace) -> int:
     from lastedge.runtime import check_output_path
     from lastedge.runtime.figures import check_figure_path
 
@@ -144,11 +153,13 @@ def run_train(args: argparse.Namespace) -> int:
     try:
         if stop.requested and stop.stopped_after is None:
             raise KeyboardInterrupt  # pressed once the fit had finished
-        summary["metrics"] = metrics(estimator, data)
+        summary["metrics"] = metrics_over_ranks(estimator, data) if launched() else metrics(estimator, data)
     except KeyboardInterrupt:
         print(f"lastedge train: interrupted after the fit: {out} holds the fitted model, without its "
               "accuracy", file=sys.stderr)
         return 130
+    if not is_writer():
+        return 0
     _save_with_curve(estimator, summary, out, figure)
     print(json_text(summary) if args.json else "\n".join(_field_lines(summary)))
     interrupted = stop.stopped_after is not None or bool(selection and selection.get("skipped"))
@@ -161,9 +172,9 @@ def _load(args: argparse.Namespace) -> Any:
 
     if not args.quiet and Path(args.data).is_dir():  # thousands of images take seconds to read
         print(f"lastedge train: reading {args.data} ...", file=sys.stderr, flush=True)
-    data = _with_image_shape(load_dataset(args.data, label_column=args.label_column,
-                                          random_state=args.seed, image_size=args.image_size),
-                             args.image_shape)
+    data = load_block(args) if launched() else load_dataset(
+        args.data, label_column=args.label_column, random_state=args.seed, image_size=args.image_size)
+    data = _with_image_shape(data, args.image_shape)
     _check_finite(data)
     return data
 
@@ -205,8 +216,11 @@ def _fit_and_save(estimator: Any, data: Any, args: argparse.Namespace, selection
             interrupted = (None if stop.stopped_after is None else
                            interrupted_record(estimator, args.method, stop.stopped_after))
             summary = provenance(estimator, data, label_column, selection, interrupted)
-            _save(estimator, out, summary)
-    for warning in caught:
+            if launched():
+                record_ranks(summary)
+            if is_writer():
+                _save(estimator, out, summary)
+    for warning in caught if is_writer() else ():
         print(f"lastedge train: warning: {str(warning.message).splitlines()[0]}", file=sys.stderr)
     return stop, summary
 

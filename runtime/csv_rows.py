@@ -231,3 +231,23 @@ def _is_number(text: str) -> bool:
 
 def _is_int(text: str) -> bool:
     return re.fullmatch(r"[+-]?[0-9]+", text.strip()) is not None
+
+
+
+def lines_of_block(path: str | Path, index: int, count: int) -> list[str] | None:
+    """The lines of a CSV file with those of rows outside block ``index`` of ``count``
+    (``row_block`` over its non-blank data lines) blanked, which ``load_csv`` skips unparsed:
+    what one rank of a distributed ``lastedge train`` reads; errors name the file's own line
+    numbers. None when the file has quotes, whose cells may span lines: then lines are no rows."""
+    from .data_shards import row_block
+
+    with open(path, newline="", encoding="utf-8-sig") as f:
+        lines = list(f)
+    filled = [i for i, line in enumerate(lines) if line.strip()]
+    if not filled or any('"' in line for line in lines):
+        return None
+    delimiter = _delimiter(lines, Path(path).name)
+    header = _has_header([lines[i].rstrip("\r\n").split(delimiter) for i in filled[:2]])
+    data = filled[1:] if header else filled
+    kept = set(data[row_block(len(data), index, count)]) | ({filled[0]} if header else set())
+    return [line if i in kept else "\n" for i, line in enumerate(lines)]

@@ -57,9 +57,16 @@ class Preprocess:
         if kind != "standardize":
             return cls(kind)
         X = np.asarray(X, dtype=np.float64)
-        mean, scale = X.mean(axis=0), X.std(axis=0)
-        scale[_unscalable(mean, scale, len(X))] = 1.0  # leave them centred, unscaled
-        return cls(kind, mean, scale)
+        return cls.standardizing(X.mean(axis=0), X.std(axis=0), len(X))
+
+    @classmethod
+    def standardizing(cls, mean: np.ndarray, scale: np.ndarray, n_rows: int) -> "Preprocess":
+        """``"standardize"`` with the per-feature mean and standard deviation (float64) of
+        ``n_rows`` rows, e.g. summed over the ranks of a distributed fit; features of no spread
+        stay unscaled."""
+        scale = np.array(scale, dtype=np.float64)
+        scale[_unscalable(mean, scale, n_rows)] = 1.0  # leave them centred, unscaled
+        return cls("standardize", mean, scale)
 
     def apply(self, X: np.ndarray) -> np.ndarray:
         """Return the preprocessed float32 copy of a 2-D array ``X``.

@@ -17,23 +17,24 @@ from lastedge.runtime import __version__
 from lastedge.runtime import Model, Preprocess
 from lastedge.runtime.model import FLOAT32_MAX, check_input, in_row_blocks
 
-from . import problem
+from . import distributed, problem
+from .distributed import Shard
 from .objective import atom_votes
 from .params import (BOOLEAN, COMMON_CONSTRAINTS, DEVICE, POSITIVE_FLOAT32, STEP_SIZES, THREADS, Interval,
                      check_params, integers, python_scalar)
 
 
-def validate_fit_data(estimator: BaseEstimator, X, y) -> tuple[np.ndarray, np.ndarray]:
+def validate_fit_data(estimator: BaseEstimator, X, y, min_classes: int = 2) -> tuple[np.ndarray, np.ndarray]:
     """Validated ``X`` and class indices of ``y``; sets ``classes_`` and ``n_features_in_``.
 
-    Raises ValueError on NaN, infinite or beyond-float32 inputs (which predict refuses) and on a
-    single class.
+    Raises ValueError on NaN, infinite or beyond-float32 inputs (which predict refuses) and on
+    fewer than ``min_classes`` classes (one rank's shard of a distributed fit may hold one).
     """
     X, y = validate_data(estimator, X, y, dtype=[np.float64, np.float32], ensure_min_samples=2)
     check_input(X, X.shape[1])
     check_classification_targets(y)
     estimator.classes_, y_index = np.unique(y, return_inverse=True)
-    if len(estimator.classes_) < 2:
+    if len(estimator.classes_) < min_classes:
         raise ValueError(f"y has a single class ({estimator.classes_[0].tolist()!r}); "
                          "a classifier needs at least 2 classes")
     return X, y_index
@@ -125,8 +126,8 @@ class SoftThresholdBase(ModelBackedClassifier, ClassNamePrefixFeaturesOutMixin, 
         check_params(self)
         usable_device(self.device)
 
-    def _validate_fit_data(self, X, y) -> tuple[np.ndarray, np.ndarray]:
-        X, y_index = validate_fit_data(self, X, y)
+    def _validate_fit_data(self, X, y, min_classes: int = 2) -> tuple[np.ndarray, np.ndarray]:
+        X, y_index = validate_fit_data(self, X, y, min_classes)
         if self.classes_.dtype == object:  # e.g. pandas strings: stored as text, never pickled
             self.classes_ = self.classes_.astype(str)
         return X, y_index
@@ -155,25 +156,36 @@ class SoftThresholdBase(ModelBackedClassifier, ClassNamePrefixFeaturesOutMixin, 
             torch.set_flush_denormal(flushing)
 
     def _prepare(self, X: np.ndarray, y_index: np.ndarray, rng: np.random.RandomState,
-                 layout: tuple[np.ndarray, np.ndarray] | None = None):
+                 layout: tuple[np.ndarray, np.ndarray] | None = None, shard: Shard | None = None):
         """``(Z, row_scale, targets, groups, U0, v0)``: the training rows, preprocessed and divided
         by ``row_scale`` (:func:`training_scale`, 1 for rows float32 trains on as they are), heads,
         signs/groups (``layout``, by default :meth:`_layout`'s) and the start point on ``Z`` (numpy
-        arrays)."""
-        Z = self._preprocessed(X)
-        row_scale = training_scale(Z, self.eps)
+        arrays).
+
+        In a distributed fit ``X`` is this rank's ``shard`` of the rows and ``y_index`` and
+        ``layout`` are over every rank's rows: statistics and start atoms come from all of them,
+        and the targets returned are this rank's.
+        """
+        Z = self._preprocessed(X, shard=shard)
+        row_scale = training_scale(Z, self.eps, shard)
         Z = scaled_rows(Z, row_scale)
         targets, groups = self._layout(y_index) if layout is None else layout
-        U0, v0 = problem.initial_atoms(Z, targets, groups, rng)
+        rows = Z if shard is None else distributed.ShardedRows(Z, shard)
+        U0, v0 = problem.initial_atoms(rows, targets, groups, rng)
+        if shard is not None:
+            targets = shard.columns(targets)
         return Z, row_scale, targets, groups, U0, v0
 
-    def _preprocessed(self, X: np.ndarray, fitted: Preprocess | None = None) -> np.ndarray:
-        """Fit ``preprocess_`` on ``X`` (or take an already ``fitted`` one) and return the
-        training rows ``Z`` (float32).
+    def _preprocessed(self, X: np.ndarray, fitted: Preprocess | None = None,
+                      shard: Shard | None = None) -> np.ndarray:
+        """Fit ``preprocess_`` on ``X`` (on every rank's rows of a distributed fit's ``shard``), or
+        take an already ``fitted`` one, and return the training rows ``Z`` (float32).
 
         ``Z`` is writable: "none" passes float32 rows through, and torch warns of undefined
         behaviour on read-only memory (a memory map, joblib's copies for ``n_jobs`` searches).
         """
+        if fitted is None and shard is not None and self.preprocess == "standardize":
+            fitted = Preprocess.standardizing(*distributed.column_moments(X, shard), shard.total)
         self.preprocess_ = Preprocess.fit(self.preprocess, X) if fitted is None else fitted
         return np.require(self.preprocess_.apply(X), requirements="W")
 
@@ -232,7 +244,7 @@ class SoftThresholdBase(ModelBackedClassifier, ClassNamePrefixFeaturesOutMixin, 
 TRAINABLE_SCALES = (1e-16, 1e16)
 
 
-def training_scale(Z: np.ndarray, eps: float) -> float:
+def training_scale(Z: np.ndarray, eps: float, shard: Shard | None = None) -> float:
     """What ``fit`` divides the rows by: 1, or their scale ``r`` (:func:`root_mean_square_norm`)
     when float32 cannot train on them as they are.
 
@@ -246,9 +258,10 @@ def training_scale(Z: np.ndarray, eps: float) -> float:
     a solver whose steps follow the scale (SGD's, Adam's) takes the same descent in exact
     arithmetic; rows inside the range keep their results bit for bit. A ValueError, before any
     training, when the rows are so short that atoms whose threshold falls to ``eps`` would overflow
-    float32 (otherwise :func:`atoms_of_rows_as_given` checks the trained atoms).
+    float32 (otherwise :func:`atoms_of_rows_as_given` checks the trained atoms). In a distributed
+    fit, ``r`` is that of every rank's rows (``shard``).
     """
-    r = root_mean_square_norm(Z)
+    r = root_mean_square_norm(Z, shard)
     if TRAINABLE_SCALES[0] <= r <= TRAINABLE_SCALES[1]:
         return 1.0
     if r * eps * FLOAT32_MAX < 1:
@@ -288,9 +301,10 @@ def _atoms_beyond_float32(row_scale: float, eps: float) -> ValueError:
                       "preprocess other than 'none' or a larger eps")
 
 
-def root_mean_square_norm(Z: np.ndarray) -> float:
-    """``r``, the root of the rows' mean squared l2 norm (1 for unit-norm rows, and if zero)."""
-    r_squared = float(np.mean(np.einsum("ij,ij->i", Z, Z, dtype=np.float64)))
+def root_mean_square_norm(Z: np.ndarray, shard: Shard | None = None) -> float:
+    """``r``, the root of the rows' mean squared l2 norm (1 for unit-norm rows, and if zero); in a
+    distributed fit, of every rank's rows (``shard``: ``Z`` holds this rank's)."""
+    r_squared = distributed.mean(np.einsum("ij,ij->i", Z, Z, dtype=np.float64), shard)
     return float(np.sqrt(r_squared)) if r_squared > 0 else 1.0
 
 

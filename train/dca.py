@@ -78,13 +78,13 @@ LINE_SEARCH_ROWS = 8192
 MAX_EXTRAPOLATION = 1024.0
 
 
-def _estimated_objective(X: Tensor, targets: Tensor, data: Data, U: Tensor, v: Tensor,
+def _estimated_objective(X: Tensor, targets: Tensor, count: int, data: Data, U: Tensor, v: Tensor,
                          settings: DCASettings) -> Tensor:
-    """Objective of (P) per head, its data term estimated from the rows ``X`` of ``data`` (float64)."""
-    m = data.n_samples
+    """Objective of (P) per head, its data term estimated from ``count`` rows of ``data`` (``X``,
+    ``targets``: those this rank holds; float64)."""
     total = objective.regulariser(U.double(), v.double(), settings.nu, settings.mu)
     hinge = objective.hinge_losses(X, targets, U, v, data.groups, settings.beta, data.ovr_weight).double().sum(dim=1)
-    return total + hinge * (m / X.shape[0])
+    return total + data.summed(hinge)[0] * (data.n_samples / count)
 
 
 def extrapolated_point(data: Data, U_old: Tensor, v_old: Tensor, U_new: Tensor, v_new: Tensor,
@@ -95,19 +95,18 @@ def extrapolated_point(data: Data, U_old: Tensor, v_old: Tensor, U_new: Tensor, 
     MNIST: extending the step 2 to 64 times still lowered (P)). Tries ``new + f (new - old)`` for
     f = 1, 2, 4, ... and keeps, per head, the best f (0: the DCA point itself). Returns ``(U, v, f)``.
     """
-    m = data.n_samples
+    m, index = data.n_samples, None
     if m > LINE_SEARCH_ROWS:
         generator = torch.Generator().manual_seed(seed)
         index = torch.randperm(m, generator=generator)[:LINE_SEARCH_ROWS].to(data.X.device)
-        X, targets = data.X[index], data.targets[:, index]
-    else:
-        X, targets = data.X, data.targets
+    X, targets = data.rows(index)
+    count = data.count(index)
     dU, dv = U_new - U_old, v_new - v_old
-    best = _estimated_objective(X, targets, data, U_new, v_new, settings)
+    best = _estimated_objective(X, targets, count, data, U_new, v_new, settings)
     best_factor = torch.zeros_like(best)
     factor = 1.0
     while factor <= MAX_EXTRAPOLATION:
-        value = _estimated_objective(X, targets, data, U_new + factor * dU,
+        value = _estimated_objective(X, targets, count, data, U_new + factor * dU,
                                      (v_new + factor * dv).clamp_min(settings.eps), settings)
         better = value < best
         if not bool(better.any()):

@@ -13,9 +13,10 @@ from sklearn.utils.validation import check_random_state
 
 from lastedge.runtime.model import check_image_shape
 
-from . import problem
+from . import distributed, problem
 from .augment import shifted_copies
 from .base import SoftThresholdBase, rescaled_mu, root_mean_square_norm
+from .distributed import Shard
 from .dca import DCAResult, DCASettings, run_dca
 from .params import BOOLEAN, IMAGE_SHAPE, Interval, Options, integers
 from .progress import progress_bar
@@ -198,20 +199,23 @@ class LASTClassifier(SoftThresholdBase):
         start = time.perf_counter()
         X, y_index, warm = self._fit_data(X, y)
         rng = check_random_state(self.random_state)
-        X, y_index, X_val, y_val = self._validation_split(X, y_index, rng)
+        with distributed.raised_on_any_rank():
+            X, y_index, X_val, y_val = self._validation_split(X, y_index, rng)
         if self.shift_augment:
             X, y_index = shifted_copies(X, y_index, self.image_shape, int(self.shift_augment))
-        settings = resolve(self, len(X), len(self.classes_))
+        shard = distributed.shard_of(len(X))
+        settings = resolve(self, len(X) if shard is None else shard.total, len(self.classes_))
         if warm is None:
-            prepared = self._prepare(X, y_index, rng, self._layout(y_index, settings.atoms_against))
+            y_all = y_index if shard is None else distributed.all_gather_rows(y_index)
+            prepared = self._prepare(X, y_all, rng, self._layout(y_all, settings.atoms_against), shard)
         else:
             prepared = warm.prepare(self, X, y_index)
         Z, row_scale, _, groups, _, _ = prepared
-        solver, schedule = self._inner_solver(settings, Z, warm)
+        solver, schedule = self._inner_solver(settings, Z, warm, shard)
         tracker = IterationTracker(self, groups, row_scale, start, X_val, y_val, monitor)
         seed = int(rng.randint(2**31 - 1)) if warm is None else warm.seed  # a warm start's run goes on
         done = 0 if warm is None else warm.iterations_done
-        result = self._run_dca(prepared, settings, solver, tracker, seed, done)
+        result = self._run_dca(prepared, settings, solver, tracker, seed, done, shard)
         self._record(result, tracker, settings.tol)
         U, v = tracker.best if self.early_stopping else (result.U.cpu().numpy(), result.v.cpu().numpy())
         self._store_solution(U, v, groups, time.perf_counter() - start, row_scale)
@@ -222,42 +226,56 @@ class LASTClassifier(SoftThresholdBase):
     def _fit_data(self, X, y) -> tuple[np.ndarray, np.ndarray, WarmStart | None]:
         """Validated ``X``, class indices and the fit to continue (None: a fresh fit). A refused
         warm start leaves the previous fit as it was."""
+        if self.warm_start and distributed.is_distributed():
+            raise ValueError("warm_start is not supported in a distributed fit (torch.distributed "
+                             "is initialised with several ranks)")
         fitted = dict(self.__dict__)
         try:
-            X, y_index = self._validate_fit_data(X, y)
+            with distributed.raised_on_any_rank():  # a shard may hold one class
+                X, y_index = self._validate_fit_data(X, y, 1 if distributed.is_distributed() else 2)
+                if self.image_shape is not None:
+                    check_image_shape(self.image_shape, X.shape[1])
             warm = warm_start_from(self, X, y_index) if self.warm_start else None
         except ValueError:
             self.__dict__.clear()
             self.__dict__.update(fitted)
             raise
-        if self.image_shape is not None:
-            check_image_shape(self.image_shape, X.shape[1])
+        if distributed.is_distributed():
+            distributed.check_same(X.shape[1], "feature counts")
+            self.classes_, y_index = distributed.unique_labels(self.classes_[y_index])
+            if len(self.classes_) < 2:
+                raise ValueError(f"y has a single class ({self.classes_[0].tolist()!r}) on every rank; "
+                                 "a classifier needs at least 2 classes")
         return X, y_index, warm
 
-    def _inner_solver(self, settings: FitSettings, Z: np.ndarray, warm: WarmStart | None
-                      ) -> tuple[Solver, tuple]:
+    def _inner_solver(self, settings: FitSettings, Z: np.ndarray, warm: WarmStart | None,
+                      shard: Shard | None = None) -> tuple[Solver, tuple]:
         """The sub-problem solver and its schedule. A warm start with the same schedule carries on
         with its own solver (minibatch Adam's moments and step, see ``solvers._AdamMemory``)."""
         name = settings.solver
-        atom_scale = subgradient_atom_scale(root_mean_square_norm(Z)) if name == "subgradient" else 1.0
+        atom_scale = subgradient_atom_scale(root_mean_square_norm(Z, shard)) if name == "subgradient" else 1.0
         schedule = (name, settings.batch_size, settings.inner_iter, settings.step_sizes, atom_scale)
         if warm is not None and warm.schedule == schedule:
             return warm.solver, schedule
         return make_inner_solver(name, settings.inner_iter, settings.batch_size, self.eps, settings.step_sizes,
                                  atom_scale), schedule
 
-    def _run_dca(self, prepared: tuple, settings: FitSettings, solver: Solver,
-                 tracker: IterationTracker, seed: int, iterations_done: int) -> DCAResult:
-        """DCA on the ``_prepare``d problem, on the estimator's device, with its progress bar."""
+    def _run_dca(self, prepared: tuple, settings: FitSettings, solver: Solver, tracker: IterationTracker,
+                 seed: int, iterations_done: int, shard: Shard | None = None) -> DCAResult:
+        """DCA on the ``_prepare``d problem (this rank's ``shard`` of the rows in a distributed fit),
+        on the estimator's device, with its progress bar (on rank 0 only)."""
         Z, row_scale, targets, groups, U0, v0 = prepared
         dca = DCASettings(self.nu, self.beta, self.eps, int(self.max_dca_iter), settings.tol, solver,
                           rescaled_mu(self.mu, row_scale), settings.surrogate, settings.line_search,
                           settings.patience)
         with self._torch_session() as device:
+            if shard is not None:
+                distributed.check_device(device)
             data = Data(torch.as_tensor(Z, device=device), torch.as_tensor(targets, device=device),
-                        torch.as_tensor(groups, device=device), settings.ovr_hinge_weight)
+                        torch.as_tensor(groups, device=device), settings.ovr_hinge_weight, shard)
             solver.to(device)
-            with progress_bar(self.max_dca_iter, "LAST (DCA)", self.verbose) as report:
+            verbose = self.verbose if distributed.rank() == 0 else 0
+            with progress_bar(self.max_dca_iter, "LAST (DCA)", verbose) as report:
                 result = run_dca(data, torch.as_tensor(U0, device=device), torch.as_tensor(v0, device=device),
                                  dca, seed=seed, on_iteration=tracker.hook(report),
                                  iterations_done=iterations_done)

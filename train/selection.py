@@ -16,6 +16,7 @@ from joblib import Parallel, delayed, effective_n_jobs
 from sklearn.base import clone, is_classifier
 from sklearn.model_selection import ParameterGrid, StratifiedShuffleSplit, check_cv
 
+from .distributed import is_distributed
 from .params import python_scalar
 
 Monitor = Callable[[int, Any], bool | None]  # (candidate index, its fitted estimator) -> stop?
@@ -71,6 +72,10 @@ def choose_params(estimator: Any, grid: Grid, X: np.ndarray, y: np.ndarray,
     (one candidate per round for ``n_jobs=None``), so that a stop saves the rounds after it;
     without one, all in one round.
     """
+    if is_distributed():
+        raise ValueError("choosing parameters runs in one process: with torch.distributed initialised on "
+                         "several ranks, each rank would choose on its own hold-out rows; choose first, "
+                         "then fit the chosen setting data-parallel")
     X, y = np.asarray(X), np.asarray(y)
     splits = list(check_cv(cv, y, classifier=is_classifier(estimator)).split(X, y))
     grid_params = candidate_grid(grid)

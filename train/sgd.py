@@ -17,7 +17,7 @@ import numpy as np
 import torch
 from sklearn.utils.validation import check_random_state
 
-from . import objective
+from . import distributed, objective
 from .base import SoftThresholdBase, rescaled_mu, root_mean_square_norm
 from .params import Options, integers
 from .progress import progress_bar
@@ -115,6 +115,9 @@ class SGDSoftThresholdClassifier(SoftThresholdBase):
         ``step_`` and ``n_iter_``; ``history_`` is then empty, as no final run began.
         """
         self._check_params()
+        if distributed.is_distributed():
+            raise ValueError("SGDSoftThresholdClassifier trains in one process; with torch.distributed "
+                             "initialised on several ranks, only LASTClassifier trains (data-parallel)")
         start = time.perf_counter()
         X, y_index = self._validate_fit_data(X, y)
         rng = check_random_state(self.random_state)

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 import torch
 
 from . import objective
+from .distributed import Shard, rank, sum_over_ranks
 
 Tensor = torch.Tensor
 
@@ -28,26 +29,52 @@ _CHUNK_ELEMENTS = 2**25
 class Data:
     """Training rows on the solver's device: inputs [m, n], target groups [H, m], atom groups and
     the weight of one-vs-all's binary hinges added to the multi-class hinge (a shared
-    dictionary's, 0 = none)."""
+    dictionary's, 0 = none).
+
+    In a distributed fit (:mod:`.distributed`) ``X`` and ``targets`` hold this rank's ``shard``
+    of the rows: ``n_samples`` counts every rank's, row indices are global, and sums over rows
+    are summed over the ranks (:meth:`summed`). Without a shard every such step is the identity.
+    """
 
     X: Tensor
     targets: Tensor
     groups: Tensor
     ovr_weight: float = 0.0
+    shard: Shard | None = None
 
     def heads(self, index: Tensor) -> Data:
         """The same rows for the heads ``index`` only."""
-        return Data(self.X, self.targets[index], self.groups[index], self.ovr_weight)
+        return Data(self.X, self.targets[index], self.groups[index], self.ovr_weight, self.shard)
 
     @property
     def n_samples(self) -> int:
-        return self.X.shape[0]
+        return self.X.shape[0] if self.shard is None else self.shard.total
+
+    def count(self, index: Tensor | None) -> int:
+        """How many rows ``index`` names, on every rank together (all rows when ``None``)."""
+        return self.n_samples if index is None else index.shape[0]
 
     def rows(self, index: Tensor | None) -> tuple[Tensor, Tensor]:
-        """Inputs and targets of the rows ``index`` (all rows when ``None``)."""
+        """Inputs and targets of the rows ``index`` (all rows when ``None``) held here."""
         if index is None:
             return self.X, self.targets
+        if self.shard is not None:
+            index = self.shard.local(index)
         return self.X[index], self.targets[:, index]
+
+    def summed(self, *tensors: Tensor) -> tuple[Tensor, ...]:
+        """The tensors (sums over this rank's rows) summed over the ranks; as they are without a shard."""
+        return tensors if self.shard is None else sum_over_ranks(*tensors)
+
+    def mean_over_rows(self, terms: Tensor, count: int) -> Tensor:
+        """Per head, the mean of ``terms`` [H, rows] over the ``count`` rows of every rank."""
+        if self.shard is None:
+            return terms.mean(dim=1)
+        return self.summed(terms.sum(dim=1))[0] / count
+
+    def once(self, tensor: Tensor) -> Tensor:
+        """``tensor`` on one rank, zeros on the others: a term that :meth:`summed` adds once."""
+        return tensor if self.shard is None or rank() == 0 else torch.zeros_like(tensor)
 
     def chunks(self, n_heads: int, n_atoms: int):
         """Yield ``(X, targets)`` row chunks small enough for an [H, rows, N] temporary."""
@@ -58,11 +85,11 @@ class Data:
 
 def full_objective(data: Data, U: Tensor, v: Tensor, beta: float, nu: float, mu: float = 0.0) -> Tensor:
     """The objective of (P) per head on all rows, accumulated in float64, [H]."""
-    total = objective.regulariser(U.double(), v.double(), nu, mu)
+    total = data.once(objective.regulariser(U.double(), v.double(), nu, mu))
     for X, targets in data.chunks(U.shape[0], U.shape[2]):
         hinge = objective.hinge_losses(X, targets, U, v, data.groups, beta, data.ovr_weight)
         total = total + hinge.double().sum(dim=1)
-    return total
+    return data.summed(total)[0]
 
 
 def h_gradient(data: Data, U: Tensor, v: Tensor, beta: float) -> tuple[Tensor, Tensor]:
@@ -73,13 +100,13 @@ def h_gradient(data: Data, U: Tensor, v: Tensor, beta: float) -> tuple[Tensor, T
         dA, db = objective.h_gradient(X, targets, U, v, data.groups, beta, data.ovr_weight)
         A += dA
         b += db
-    return A, b
+    return data.summed(A, b)
 
 
 def objective_and_h_gradient(data: Data, U: Tensor, v: Tensor, beta: float, nu: float,
                              mu: float = 0.0) -> tuple[Tensor, Tensor, Tensor]:
     """``full_objective`` and ``h_gradient`` at ``(U, v)`` in one pass over the rows."""
-    total = objective.regulariser(U.double(), v.double(), nu, mu)
+    total = data.once(objective.regulariser(U.double(), v.double(), nu, mu))
     A, b = torch.zeros_like(U), torch.zeros_like(v)
     for X, targets in data.chunks(U.shape[0], U.shape[2]):
         hinge, dA, db = objective.hinge_losses_and_h_gradient(X, targets, U, v, data.groups, beta,
@@ -87,7 +114,7 @@ def objective_and_h_gradient(data: Data, U: Tensor, v: Tensor, beta: float, nu: 
         total = total + hinge.double().sum(dim=1)
         A += dA
         b += db
-    return total, A, b
+    return data.summed(total, A, b)
 
 
 SURROGATES = ("tight", "dc")
@@ -158,27 +185,30 @@ class SubProblem:
         """
         X, targets = self.data.rows(index)
         R = self._data_weights(X, targets, U, v)[1]
-        rows = X.shape[0]
+        rows = self.data.count(index)
         dU, dv = self._linear_gradient(U, v)
-        dU.add_(objective.pull_back(X, R), alpha=1.0 / rows)
-        return dU, dv.sub_(R.sum(dim=1), alpha=1.0 / rows)
+        data_dU, data_dv = self.data.summed(objective.pull_back(X, R), R.sum(dim=1))
+        dU.add_(data_dU, alpha=1.0 / rows)
+        return dU, dv.sub_(data_dv, alpha=1.0 / rows)
 
     def value_and_grad(self, U: Tensor, v: Tensor, index: Tensor | None = None
                        ) -> tuple[Tensor, Tensor, Tensor]:
         """Value [H] (float64) and gradients of the scaled sub-problem on the rows ``index``."""
         X, targets = self.data.rows(index)
         terms, R = self._data_weights(X, targets, U, v)
-        rows = X.shape[0]
+        rows = self.data.count(index)
         lin_value, lin_dU, lin_dv = self._linear_part(U, v)
-        return (terms.double().mean(dim=1) + lin_value, objective.pull_back(X, R) / rows + lin_dU,
-                lin_dv - R.sum(dim=1) / rows)
+        data_dU, data_dv = self.data.summed(objective.pull_back(X, R), R.sum(dim=1))
+        return (self.data.mean_over_rows(terms.double(), rows) + lin_value, data_dU / rows + lin_dU,
+                lin_dv - data_dv / rows)
 
     def value(self, U: Tensor, v: Tensor, index: Tensor | None = None) -> Tensor:
         """Value [H] (float64) of the scaled sub-problem on the rows ``index`` (all if None)."""
         if index is not None:
             X, targets = self.data.rows(index)
-            return self._data_terms(X, targets, U, v).double().mean(dim=1) + self._linear_part(U, v)[0]
+            terms = self._data_terms(X, targets, U, v).double()
+            return self.data.mean_over_rows(terms, self.data.count(index)) + self._linear_part(U, v)[0]
         total = torch.zeros(U.shape[0], dtype=torch.float64, device=U.device)
         for X, targets in self.data.chunks(U.shape[0], U.shape[2]):
             total += self._data_terms(X, targets, U, v).double().sum(1)
-        return total / self.data.n_samples + self._linear_part(U, v)[0]
+        return self.data.summed(total)[0] / self.data.n_samples + self._linear_part(U, v)[0]

@@ -10,6 +10,7 @@ from typing import Any
 import numpy as np
 import torch
 
+from . import distributed
 # ``monitor(k, estimator)`` after DCA iteration k; returning True stops the fit there.
 Monitor = Callable[[int, Any], bool | None]
 
@@ -25,6 +26,8 @@ class IterationTracker:
                  X_val: np.ndarray | None, y_val: np.ndarray | None, monitor: Monitor | None):
         self.estimator, self.groups, self.row_scale, self.start = estimator, groups, row_scale, start
         self.X_val, self.y_val, self.monitor = X_val, y_val, monitor
+        # a distributed fit's hold-out: the rows every rank holds out (this rank's are X_val)
+        self.hold_out = None if X_val is None else distributed.shard_of(len(X_val))
         self.best: tuple[np.ndarray, np.ndarray] | None = None
         self.best_score = -np.inf
         self.since_best = 0
@@ -36,14 +39,15 @@ class IterationTracker:
         """``run_dca``'s ``on_iteration``, which also updates the progress bar's ``report``."""
         def on_iteration(k: int, objectives: torch.Tensor, U: torch.Tensor, v: torch.Tensor) -> bool:
             report(k, objectives)
-            if self.X_val is None and self.monitor is None:
-                return False
-            est = self.estimator
-            U_np, v_np = U.cpu().numpy(), v.cpu().numpy()
-            est._store_solution(U_np, v_np, self.groups, time.perf_counter() - self.start, self.row_scale)
-            stop = self._early_stop(U_np, v_np) if self.X_val is not None else False
-            if self.monitor is not None and self.monitor(k, est):
-                stop = True
+            stop = False
+            if self.X_val is not None or self.monitor is not None:
+                est = self.estimator
+                U_np, v_np = U.cpu().numpy(), v.cpu().numpy()
+                est._store_solution(U_np, v_np, self.groups, time.perf_counter() - self.start, self.row_scale)
+                stop = self._early_stop(U_np, v_np) if self.X_val is not None else False
+                if self.monitor is not None and self.monitor(k, est):
+                    stop = True
+            stop = distributed.any_rank(stop)  # a distributed fit's ranks stop together
             self.stopped = self.stopped or stop
             return stop
 
@@ -52,8 +56,8 @@ class IterationTracker:
     def _early_stop(self, U: np.ndarray, v: np.ndarray) -> bool:
         est = self.estimator
         model = est.model_
-        score = float(np.mean(model.labels_from_scores(model.decision_function(self.X_val))
-                              == est.classes_[self.y_val]))
+        correct = model.labels_from_scores(model.decision_function(self.X_val)) == est.classes_[self.y_val]
+        score = distributed.mean(correct, self.hold_out)
         est.validation_scores_.append(score)
         if score > self.best_score:
             self.best, self.best_score, self.since_best = (U.copy(), v.copy()), score, 0
