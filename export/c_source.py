@@ -170,12 +170,17 @@ def _check_int32_sums(graph: IntegerGraph) -> None:
     """Refuse a model whose int32 sums could overflow (the kernels add without checks): the
     largest hidden accumulator and the largest score any int8 input can give."""
     low, high = graph.limits
-    inputs = max(high - graph.input_zero_point, graph.input_zero_point - low)  # largest |q_x - z_x|
     features = high - graph.feature_zero_point  # the largest feature above its zero point
-    hidden = inputs * np.abs(graph.dictionary.astype(np.int64)).sum(axis=1) + np.abs(graph.hidden_bias)
+    hidden = -low * np.abs(graph.dictionary.astype(np.int64)).sum(axis=1) + np.abs(_folded_bias(graph))
     scores = features * np.abs(graph.weights.astype(np.int64)).sum(axis=1)
     if max(hidden.max(), scores.max()) > INT32_MAX:
         raise ValueError("the model is too large for the C kernels' int32 sums at this precision")
+
+
+def _folded_bias(graph: IntegerGraph) -> np.ndarray:
+    """The hidden bias with the input's zero point folded in, ``b - z_x * sum_j q_d[:, j]``: the
+    kernels sum ``q_x * q_d`` on the input as it is (the same int32 accumulators)."""
+    return graph.hidden_bias - graph.input_zero_point * graph.dictionary.astype(np.int64).sum(axis=1)
 
 
 def _constants(model: Model, graph: IntegerGraph | None) -> tuple[dict[str, Any], list[str]]:
@@ -206,7 +211,7 @@ def _constants(model: Model, graph: IntegerGraph | None) -> tuple[dict[str, Any]
         raise ValueError("the C export expects a zero output bias")
     _check_int32_sums(graph)
     hidden_bias = np.zeros(blocks, np.int64)
-    hidden_bias[:model.n_atoms] = graph.hidden_bias
+    hidden_bias[:model.n_atoms] = _folded_bias(graph)
     packed = c_kernels.pack_dictionary(graph.dictionary)
     arrays += [f"static const union {{ int8_t b[{packed.size}]; uint32_t w[{packed.size // 4}]; }} "
                f"dictionary = {{{_initializer('int8_t', packed, 16)}}};\n",  # words for SMLAD
@@ -239,6 +244,7 @@ def render(model: Model, prefix: str, graph: IntegerGraph | None, description: s
              f"#define SAMPLE {sample}\n#define STORE(v) {store}\n"
              f"#define SCORE {'float' if fp32 else 'int32_t'}\n",
              *arrays]
+    parts.append(c_kernels.FLOAT_MODE)
     if model.preprocess.kind in ("l2", "center-l2"):
         parts.append(c_kernels.SQRT)
     if not fp32:
