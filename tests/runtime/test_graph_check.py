@@ -71,14 +71,15 @@ def test_a_dynamic_onnx_file_of_a_digits_sized_model_loads(tmp_path):
 
 
 @pytest.mark.parametrize("options", [{"precision": "fp32"}, {"precision": "int8"},
-                                     {"precision": "int8", "per_channel": True}, {"precision": "int8-dynamic"}],
-                         ids=["fp32", "int8", "int8-channels", "dynamic"])
+                                     {"precision": "int8", "per_channel": True}, {"precision": "int8-dynamic"},
+                                     {"precision": "int16x8"}],
+                         ids=["fp32", "int8", "int8-channels", "dynamic", "int16x8"])
 def test_every_tflite_file_the_exporter_writes_passes(tmp_path, options):
     pytest.importorskip("tflite")
     from lastedge.export import to_tflite
 
     for model, X in models():
-        calibration = X if options["precision"] == "int8" else None
+        calibration = X if options["precision"] in ("int8", "int16x8") else None
         path = to_tflite(model, tmp_path / "m.tflite", calibration=calibration, **options)
         data = path.read_bytes()
         check_tflite_graph(data, parse_header(tflite_metadata(data), str(path)), str(path))
@@ -159,4 +160,21 @@ def test_metadata_must_agree_with_the_tflite_precision(tmp_path):
     header = parse_header(tflite_metadata(data), str(path))
     fields = {**header.fields, "precision": "fp32", "quantization": None}
     with pytest.raises(ValueError, match=r"op 0 \(FULLY_CONNECTED\): tensor types \[9, 9, 2, 9\]"):
+        check_tflite_graph(data, parse_header(json.dumps(fields), str(path)), str(path))
+
+
+@pytest.mark.parametrize("claims", ["int8", "fp32"])
+def test_an_int16x8_file_must_say_so(tmp_path, claims):
+    """A 16x8 file (int16 rows, int8 weights, int64 biases) whose metadata claims another
+    precision is refused by its tensors' types; one that says int16x8 passes."""
+    pytest.importorskip("tflite")
+    from lastedge.export import to_tflite
+
+    model, X = next(models())
+    path = to_tflite(model, tmp_path / "q.tflite", precision="int16x8", calibration=X)
+    data = path.read_bytes()
+    header = parse_header(tflite_metadata(data), str(path))
+    assert header.precision == "int16x8"
+    fields = {**header.fields, "precision": claims}
+    with pytest.raises(ValueError, match=r"op 0 \(FULLY_CONNECTED\): tensor types \[7, 9, 4, 7\]"):
         check_tflite_graph(data, parse_header(json.dumps(fields), str(path)), str(path))
