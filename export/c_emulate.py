@@ -216,7 +216,8 @@ def check_on_core(c_model: Any, X: np.ndarray, core: Core, folder: Path, *, dsp:
     run it under QEMU on rows ``X``, compare every result with the host's bit for bit, and
     measure it: flash and RAM of the model alone (its object file; RAM is the stack high-water
     of one prediction, the model holding no data or bss), and the instructions of
-    ``lastedge_predict`` (and, int8, of the integer ``lastedge_scores_q``) averaged over the
+    ``lastedge_predict`` (float row in, class out) and, integer models, of ``lastedge_predict_q``
+    (integer row in, class out: no float preprocessing or quantisation), averaged over the
     first ``count_rows`` rows. ``folder`` keeps the project and the build."""
     X = np.asarray(X, np.float32)
     project = write_project(c_model, X, folder / "model")
@@ -236,7 +237,7 @@ def check_on_core(c_model: Any, X: np.ndarray, core: Core, folder: Path, *, dsp:
     figures["instructions_per_mac"] = figures["instructions_predict"] / macs
     if c_model.graph is not None:
         levels = run_c(c_model, rows)["q"]
-        integer = [count_instructions(run.elf, core, "lastedge_scores_q", q.tobytes())[0] for q in levels]
+        integer = [count_instructions(run.elf, core, "lastedge_predict_q", q.tobytes())[0] for q in levels]
         figures["instructions_integer"] = float(np.mean(integer))
         figures["integer_per_mac"] = figures["instructions_integer"] / macs
     return figures

@@ -78,20 +78,20 @@ static float root(float a) /* a >= 0 and finite */
 # in the sum's low bits, half to even as IEEE addition rounds: three instructions. Cores without
 # an FPU (where a float addition is a library call), or a compiler evaluating floats wider
 # (FLT_EVAL_METHOD != 0), take the same value from the float's bits alone; -DLASTEDGE_SOFT_FLOAT
-# forces that path (the tests compile both on the host).
+# forces that path (the tests compile both on the host). BOUNDED (l2 kinds, whose values are at
+# most the input gain in magnitude, well below 2^21) drops the test for huge values.
 QUANTIZE = r"""
 static SAMPLE quantize(float value)
 {
     union { float f; uint32_t u; } v;
-    uint32_t magnitude;
     int32_t t;
     v.f = value;
-    magnitude = v.u & 0x7FFFFFFFu;
-    if (magnitude >= SATURATE_BITS) { /* |value| >= SATURATED, infinite or NaN: saturates */
-        t = v.u >> 31 ? -SATURATED : SATURATED;
-    } else {
 #if defined(LASTEDGE_SOFT_FLOAT)
-        if (magnitude < 0x3F000000u) { /* |value| < 0.5 */
+    {
+        const uint32_t magnitude = v.u & 0x7FFFFFFFu;
+        if (magnitude >= SATURATE_BITS) { /* |value| >= SATURATED, infinite or NaN: saturates */
+            t = SATURATED;
+        } else if (magnitude < 0x3F000000u) { /* |value| < 0.5 */
             t = 0;
         } else { /* |value| = m * 2^-s with m in [2^23, 2^24) and s in 8..24 */
             const uint32_t m = (magnitude & 0x7FFFFFu) | 0x800000u;
@@ -100,14 +100,19 @@ static SAMPLE quantize(float value)
             t = (int32_t)(m >> s);
             if (rest > half || (rest == half && (t & 1))) ++t;
         }
-        if (v.u >> 31) t = -t;
-#else
-        v.f = value + 12582912.0f; /* |value| < SATURATED <= 2^16: v in [2^23, 2^24) */
-        t = (int32_t)(v.u & 0x7FFFFFu) - 0x400000;
-#endif
+        t = (v.u >> 31 ? -t : t) + INPUT_ZERO_POINT;
     }
-    t += INPUT_ZERO_POINT;
-    return (SAMPLE)(t < SAMPLE_MIN ? SAMPLE_MIN : t > SAMPLE_MAX ? SAMPLE_MAX : t);
+#else
+    if (!BOUNDED && (v.u & 0x7FFFFFFFu) >= SATURATE_BITS) { /* infinite, NaN or saturating */
+        t = v.u >> 31 ? SAMPLE_MIN : SAMPLE_MAX;
+    } else { /* |value| < 2^21: value + 1.5 * 2^23 in [2^23, 2^24), its last bits the integer */
+        v.f = value + 12582912.0f;
+        t = (int32_t)(v.u & 0x7FFFFFu) - (0x400000 - INPUT_ZERO_POINT);
+    }
+#endif
+    if ((uint32_t)(t - SAMPLE_MIN) > (uint32_t)(SAMPLE_MAX - SAMPLE_MIN)) /* one test when in range */
+        t = t < SAMPLE_MIN ? SAMPLE_MIN : SAMPLE_MAX;
+    return (SAMPLE)t;
 }
 """
 
@@ -135,17 +140,27 @@ typedef union { /* the input as int16; per group of four: x0, x2, x1, x3 */
 
 static void widen(const SAMPLE *q, Input *input)
 {
+    int32_t *out = input->w;
     int i = 0;
+    for (; i < N_FEATURES / 4 * 4; i += 4, out += 2) {
 #if SAMPLE_MAX == 127 /* int8: SXTB16 widens four values in two instructions */
-    for (; i < N_FEATURES / 4 * 4; i += 4) {
         uint32_t v;
         int32_t high;
         memcpy(&v, q + i, 4);
         __asm__("sxtb16 %0, %1, ror #8" : "=r"(high) : "r"(v));
-        input->w[i / 2] = __sxtb16((int8x4_t)v);
-        input->w[i / 2 + 1] = high;
-    }
+        out[0] = __sxtb16((int8x4_t)v);
+        out[1] = high;
+#else /* int16: the pairs (x0, x1), (x2, x3) regrouped by PKHBT and PKHTB */
+        uint32_t x01, x23;
+        int32_t x02, x13;
+        memcpy(&x01, q + i, 4);
+        memcpy(&x23, q + i + 2, 4);
+        __asm__("pkhbt %0, %1, %2, lsl #16" : "=r"(x02) : "r"(x01), "r"(x23));
+        __asm__("pkhtb %0, %1, %2, asr #16" : "=r"(x13) : "r"(x23), "r"(x01));
+        out[0] = x02;
+        out[1] = x13;
 #endif
+    }
     for (; i < N_INPUT; ++i)
         input->h[(i & ~3) | ((i & 1) << 1) | ((i >> 1) & 1)] = (int16_t)(i < N_FEATURES ? q[i] : 0);
 }
@@ -180,7 +195,7 @@ __attribute__((noinline)) static void block(const Input *input, const uint32_t *
     acc[0] = a0; acc[1] = a1; acc[2] = a2; acc[3] = a3;
 }
 #define INPUT_OF(q) Input input; widen((q), &input)
-#define BLOCK(atom, acc) block(&input, WEIGHTS(atom), (acc))
+#define BLOCK(atom, acc) (memcpy((acc), hidden_bias + (atom), 16), block(&input, WEIGHTS(atom), (acc)))
 #else
 #define INPUT(xo, wo) do { \
         const int32_t v = x[(xo)]; \
@@ -190,9 +205,9 @@ __attribute__((noinline)) static void block(const Input *input, const uint32_t *
         INPUT((xo), (wo)); INPUT((xo) + 1, (wo) + 1); INPUT((xo) + 2, (wo) + 2); INPUT((xo) + 3, (wo) + 3); \
     } while (0)
 
-static void block(const SAMPLE *x, const int8_t *d, int32_t *acc)
+static void block(const SAMPLE *x, const int8_t *d, const int32_t *bias, int32_t *acc)
 {
-    int32_t a0 = acc[0], a1 = acc[1], a2 = acc[2], a3 = acc[3];
+    int32_t a0 = bias[0], a1 = bias[1], a2 = bias[2], a3 = bias[3];
     const SAMPLE *const end = x + N_FEATURES / 8 * 8;
     int i;
     for (; x != end; x += 8, d += 32) {
@@ -204,44 +219,58 @@ static void block(const SAMPLE *x, const int8_t *d, int32_t *acc)
     acc[0] = a0; acc[1] = a1; acc[2] = a2; acc[3] = a3;
 }
 #define INPUT_OF(q) const SAMPLE *const input = (q)
-#define BLOCK(atom, acc) block(input, dictionary.b + (atom) * N_INPUT, (acc))
+#define BLOCK(atom, acc) block(input, dictionary.b + (atom) * N_INPUT, hidden_bias + (atom), (acc))
 #endif
 
-static int64_t floor_shift(int64_t v, int t) /* floor(v / 2^t), 1 <= t <= 62, |v| < 2^62 */
+static void add_feature(int32_t acc, int atom, int32_t *scores) /* acc > ZERO_UP_TO */
 {
-    return (int64_t)(((uint64_t)v + ((uint64_t)1 << 63)) >> t) - ((int64_t)1 << (63 - t));
-}
-
-static void add_feature(int atom, int32_t acc, int32_t *scores)
-{
+    const int8_t *const w = output_weights + atom * N_OUTPUTS;
+    /* acc > ZERO_UP_TO, so v >= 2^t > 0 (the feature is at least 1) and |v| < 2^62 */
     const int t = 31 - HIDDEN_SHIFT;
-    const int64_t r = floor_shift((int64_t)acc * HIDDEN_MULTIPLIER + ((int64_t)1 << (t - 1)), t);
-    /* the feature minus its zero point, 0 (the ReLU) .. SAMPLE_MAX - z_f; padding atoms give 0 */
-    const int32_t f = r <= 0 ? 0 : r >= SAMPLE_MAX - FEATURE_ZERO_POINT ? SAMPLE_MAX - FEATURE_ZERO_POINT : (int32_t)r;
-    if (f != 0) {
-        const int8_t *w = output_weights + atom * N_OUTPUTS;
-        int c;
-        for (c = 0; c + 3 < N_OUTPUTS; c += 4) {
-            scores[c] += f * w[c];
-            scores[c + 1] += f * w[c + 1];
-            scores[c + 2] += f * w[c + 2];
-            scores[c + 3] += f * w[c + 3];
-        }
-        for (; c < N_OUTPUTS; ++c) scores[c] += f * w[c];
+    const int64_t v = (int64_t)acc * HIDDEN_MULTIPLIER + ((int64_t)1 << (t - 1));
+#if HIDDEN_SHIFT <= 0 /* t >= 31: v / 2^t < 2^31 */
+    const int32_t r = (int32_t)(v >> t);
+#else
+    const int64_t r = v >> t;
+#endif
+    /* the feature minus its zero point, 1 .. SAMPLE_MAX - z_f (the ReLU: up to ZERO_UP_TO, 0) */
+    const int32_t f = r >= SAMPLE_MAX - FEATURE_ZERO_POINT ? SAMPLE_MAX - FEATURE_ZERO_POINT : (int32_t)r;
+    int c;
+    for (c = 0; c + 3 < N_OUTPUTS; c += 4) {
+#if defined(LASTEDGE_DSP) /* four weights in one load, split by SXTB16, each MAC one SMLABB/SMLABT */
+        uint32_t v;
+        int32_t w02, w13;
+        memcpy(&v, w + c, 4);
+        w02 = __sxtb16((int8x4_t)v);
+        __asm__("sxtb16 %0, %1, ror #8" : "=r"(w13) : "r"(v));
+        scores[c] = __smlabb(f, w02, scores[c]);
+        scores[c + 1] = __smlabb(f, w13, scores[c + 1]);
+        scores[c + 2] = __smlabt(f, w02, scores[c + 2]);
+        scores[c + 3] = __smlabt(f, w13, scores[c + 3]);
+#else
+        scores[c] += f * w[c];
+        scores[c + 1] += f * w[c + 1];
+        scores[c + 2] += f * w[c + 2];
+        scores[c + 3] += f * w[c + 3];
+#endif
     }
+    for (; c < N_OUTPUTS; ++c) scores[c] += f * w[c];
 }
 
 static void core(const SAMPLE *q, int32_t *scores)
 {
     int atom, c;
     INPUT_OF(q);
-    for (c = 0; c < N_OUTPUTS; ++c) scores[c] = 0;
-    for (atom = 0; atom < N_ATOMS; atom += 4) {
+    for (c = 0; c + 1 < N_OUTPUTS; c += 2) { /* two a pass: a compiler keeps this loop (no memset call) */
+        scores[c] = 0;
+        scores[c + 1] = 0;
+    }
+    if (N_OUTPUTS % 2 != 0) scores[N_OUTPUTS - 1] = 0;
+    for (atom = 0; atom < N_ATOMS; atom += 4) { /* padding atoms: accumulators 0, no feature */
         int32_t acc[4];
-        for (c = 0; c < 4; ++c) acc[c] = hidden_bias[atom + c];
         BLOCK(atom, acc);
         for (c = 0; c < 4; ++c)
-            if (acc[c] > ZERO_UP_TO) add_feature(atom + c, acc[c], scores);
+            if (acc[c] > ZERO_UP_TO) add_feature(acc[c], atom + c, scores);
     }
 }
 """

@@ -39,18 +39,19 @@ static void core(const float *z, float *scores)
 }
 """
 
-ENTRY_POINTS = r"""
-int P_predict(const float *x)
+BEST = r"""
+static int best(const SCORE *scores) /* the first of the largest scores; binary: score > 0 */
 {
-    SCORE scores[N_OUTPUTS];
-    int c, best = 0;
-    P_scores(x, scores);
-    if (N_OUTPUTS == 1) return scores[0] > 0;
+    SCORE top = scores[0];
+    int c, index = 0;
+    if (N_OUTPUTS == 1) return top > 0;
     for (c = 1; c < N_OUTPUTS; ++c)
-        if (scores[c] > scores[best]) best = c;
-    return best;
+        if (scores[c] > top) { top = scores[c]; index = c; }
+    return index;
 }
+"""
 
+ENTRY_POINTS = r"""
 const char *P_label(int index)
 {
     static const char *const labels[N_CLASSES] = {LABELS};
@@ -64,6 +65,13 @@ void P_scores(const float *x, float *scores)
     float z[N_FEATURES];
     preprocess(x, z);
     core(z, scores);
+}
+
+int P_predict(const float *x)
+{
+    float scores[N_OUTPUTS];
+    P_scores(x, scores);
+    return best(scores);
 }
 """
 
@@ -82,7 +90,21 @@ void P_scores(const float *x, int32_t *scores)
 {
     SAMPLE q[N_FEATURES];
     preprocess(x, q);
-    P_scores_q(q, scores);
+    core(q, scores);
+}
+
+int P_predict_q(const SAMPLE *q)
+{
+    int32_t scores[N_OUTPUTS];
+    core(q, scores);
+    return best(scores);
+}
+
+int P_predict(const float *x)
+{
+    SAMPLE q[N_FEATURES];
+    preprocess(x, q);
+    return P_predict_q(q);
 }
 """
 
@@ -134,6 +156,9 @@ void PREFIX_quantize(const float *x, UPPER_INPUT *q);
 
 /* The int32 scores of an integer input row q (integer arithmetic only). */
 void PREFIX_scores_q(const UPPER_INPUT *q, int32_t *scores);
+
+/* The index of the predicted class of an integer input row q (integer arithmetic only). */
+int PREFIX_predict_q(const UPPER_INPUT *q);
 """
 
 
@@ -206,7 +231,9 @@ def _constants(model: Model, graph: IntegerGraph | None) -> tuple[dict[str, Any]
                    SAMPLE_MIN=f"({graph.limits[0]})", SAMPLE_MAX=graph.limits[1],
                    # |values| from which quantize saturates: 256.0f (int8), 65536.0f (int16) as bits
                    SATURATE_BITS=f"0x{int(np.float32(2 * (graph.limits[1] + 1)).view(np.uint32)):08X}u",
-                   SATURATED=2 * (graph.limits[1] + 1))
+                   SATURATED=2 * (graph.limits[1] + 1),
+                   # l2 kinds: |value| <= the gain (times 1 + a few float32 roundings)
+                   BOUNDED=int(model.preprocess.kind in ("l2", "center-l2") and gain[0] < 2.0 ** 20))
     if np.any(graph.output_bias):  # LAST's output layer has none; the kernels start scores at 0
         raise ValueError("the C export expects a zero output bias")
     _check_int32_sums(graph)
@@ -249,7 +276,7 @@ def render(model: Model, prefix: str, graph: IntegerGraph | None, description: s
         parts.append(c_kernels.SQRT)
     if not fp32:
         parts.append(c_kernels.QUANTIZE)
-    parts += [c_preprocess.c_code(model, fp32), FP32_CORE if fp32 else c_kernels.INT8_CORE,
+    parts += [c_preprocess.c_code(model, fp32), FP32_CORE if fp32 else c_kernels.INT8_CORE, BEST,
               (FP32_SCORES if fp32 else INT8_SCORES).replace("P_", f"{prefix}_"),
               ENTRY_POINTS.replace("P_", f"{prefix}_").replace("LABELS", labels)]
     return header, "\n".join(part.strip("\n") + "\n" for part in parts)
