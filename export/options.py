@@ -4,7 +4,8 @@
 ``precision`` names the kind of file, the same in every format: ``"fp32"``; ``"int8"``, static:
 8-bit weights and activations whose ranges are calibrated on ``calibration`` rows;
 ``"int8-dynamic"``: 8-bit weights, each input quantized as the file runs, no calibration data;
-TFLite also ``"int16x8"``: 8-bit weights, 16-bit activations (TFLite's 16x8 mode), calibrated.
+``"int16x8"``: 8-bit weights, 16-bit activations (TFLite's 16x8 mode; ONNX QDQ with int16
+activations, opset 21), calibrated.
 The file's metadata records ``precision`` "fp32" or "int8" and ``quantization.mode`` "static" or
 "dynamic" (docs/DESIGN.md). Options that do not apply to a format or precision are refused, not
 ignored, so that a file is never silently other than asked.
@@ -26,7 +27,7 @@ from .calibration import DEFAULT_MARGIN, Ranges, check_margin
 
 FORMATS = ("onnx", "tflite")
 PRECISIONS = ("fp32", "int8", "int8-dynamic")  # every format's
-STATIC = ("int8", "int16x8")  # calibrated on rows; int16x8 (TFLite only): 16-bit activations
+STATIC = ("int8", "int16x8")  # calibrated on rows; int16x8: 16-bit activations
 ONNX_ONLY = ("signed_weights", "with_preprocessing")
 
 
@@ -91,10 +92,10 @@ def _refuse_unused(options: ExportOptions, flags: bool) -> None:
     for name in ONNX_ONLY:
         if getattr(options, name) and options.format != "onnx":
             refuse(name, True, _named("format", "onnx", flags), fmt)
-    if options.signed_weights and options.precision == "fp32":
+    if options.signed_weights and options.precision not in ("int8", "int8-dynamic"):
         refuse("signed_weights", True, "the int8 precisions ('int8', 'int8-dynamic')", precision)
-    if options.precision == "int16x8" and options.format != "tflite":
-        raise ValueError(f"{precision} applies to {_named('format', 'tflite', flags)} (and c) only, got {fmt}")
+    if options.with_preprocessing and options.precision == "int16x8":  # opset 21's Reduce* differ
+        refuse("with_preprocessing", True, "fp32 and the int8 precisions", precision)
     static = _named("precision", "int8", flags) + " (static)"
     if options.per_channel and options.precision != "int8":
         refuse("per_channel", True, static, precision)

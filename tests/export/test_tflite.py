@@ -86,7 +86,7 @@ def test_int16x8_is_16_bit_activations_and_meets_the_bounds_on_digits(digits_cas
 
 
 @pytest.mark.parametrize("arguments, message", [
-    ({"format": "onnx"}, "precision='int16x8' applies to format='tflite'"),
+    ({"format": "onnx", "signed_weights": True}, "signed_weights=True applies to the int8 precisions"),
     ({"per_channel": True}, "per_channel=True applies to precision='int8'"),
     ({"calibration": None}, "precision='int16x8' needs calibration rows"),
 ])
