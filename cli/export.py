@@ -19,8 +19,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     """Add this part's sub-commands to the ``lastedge`` parser."""
     p = subparsers.add_parser(
         "export", help="write a trained model (.npz) as an ONNX or TFLite file and prove its parity",
-        description="Export a model to ONNX or TFLite (fp32, int8, int8-dynamic; TFLite also int16x8), then run the "
-                    "file in its interpreter and compare it with the Python model.",
+        description="Export a model to ONNX or TFLite (fp32, int8, int8-dynamic or int16x8), then "
+                    "run the file in its interpreter and compare it with the Python model.",
     )
     p.add_argument("model", help="trained model file (.npz)")
     p.add_argument("--format", required=True, choices=(*FORMATS, "c"),
@@ -30,8 +30,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                    help="fp32 (default); int8: static, 8-bit weights and activations calibrated on "
                         "--calibration; int8-dynamic: 8-bit weights, activations quantized as the "
                         "file runs, no calibration data (TFLite: hybrid FULLY_CONNECTED kernels, "
-                        "float input and output); int16x8 (tflite, c): 8-bit weights, 16-bit activations "
-                        "calibrated on --calibration (TFLite's 16x8 mode)")
+                        "float input and output); int16x8: 8-bit weights, 16-bit activations "
+                        "calibrated on --calibration (TFLite's 16x8 mode, ONNX QDQ at opset 21)")
     p.add_argument("--prefix", help="c: the C identifier before every name (default lastedge)")
     p.add_argument("--calibration", metavar="PATH|digits",
                    help="rows for int8 calibration and the parity check (.npz/.npy/.csv, a folder "

@@ -18,27 +18,27 @@ from .metadata import check_model
 # bytes of code: [core, variant][preprocess kind], the largest over shapes and constants (the
 # smallest is up to ~200 bytes less: binary models, per-tensor constants that fold)
 CODE = {
-    ("cortex-m4", "int8"): {"none": 892, "standardize": 1004, "l2": 1060, "center-l2": 1180},
-    ("cortex-m4", "int8-dsp"): {"none": 652, "standardize": 752, "l2": 892, "center-l2": 1052},
-    ("cortex-m3", "int8"): {"none": 908, "standardize": 1028, "l2": 1328, "center-l2": 1504},
-    ("cortex-m0", "int8"): {"none": 1048, "standardize": 1192, "l2": 1524, "center-l2": 1636},
-    ("cortex-m4", "int16x8"): {"none": 900, "standardize": 1016, "l2": 1068, "center-l2": 1188},
-    ("cortex-m4", "int16x8-dsp"): {"none": 680, "standardize": 796, "l2": 948, "center-l2": 1080},
-    ("cortex-m3", "int16x8"): {"none": 912, "standardize": 1036, "l2": 1336, "center-l2": 1504},
-    ("cortex-m0", "int16x8"): {"none": 1096, "standardize": 1308, "l2": 1488, "center-l2": 1676},
+    ("cortex-m4", "int8"): {"none": 712, "standardize": 844, "l2": 988, "center-l2": 1032},
+    ("cortex-m4", "int8-dsp"): {"none": 640, "standardize": 784, "l2": 976, "center-l2": 1004},
+    ("cortex-m3", "int8"): {"none": 760, "standardize": 864, "l2": 1276, "center-l2": 1280},
+    ("cortex-m0", "int8"): {"none": 868, "standardize": 936, "l2": 1368, "center-l2": 1408},
+    ("cortex-m4", "int16x8"): {"none": 720, "standardize": 860, "l2": 1004, "center-l2": 1036},
+    ("cortex-m4", "int16x8-dsp"): {"none": 636, "standardize": 784, "l2": 984, "center-l2": 1012},
+    ("cortex-m3", "int16x8"): {"none": 764, "standardize": 864, "l2": 1284, "center-l2": 1272},
+    ("cortex-m0", "int16x8"): {"none": 872, "standardize": 1088, "l2": 1328, "center-l2": 1452},
     ("cortex-m4", "fp32"): {"none": 204, "standardize": 284, "l2": 472, "center-l2": 516},
-    ("cortex-m3", "fp32"): {"none": 208, "standardize": 308, "l2": 684, "center-l2": 748},
+    ("cortex-m3", "fp32"): {"none": 208, "standardize": 308, "l2": 716, "center-l2": 748},
     ("cortex-m0", "fp32"): {"none": 228, "standardize": 316, "l2": 720, "center-l2": 800},
 }
 # bytes of stack one prediction takes beside its row buffers (frames, saved registers)
 STACK = {("cortex-m4", "int8"): 112,
          ("cortex-m4", "int8-dsp"): 124,
          ("cortex-m3", "int8"): 100,
-         ("cortex-m0", "int8"): 140,
+         ("cortex-m0", "int8"): 132,
          ("cortex-m4", "int16x8"): 104,
          ("cortex-m4", "int16x8-dsp"): 124,
          ("cortex-m3", "int16x8"): 96,
-         ("cortex-m0", "int16x8"): 144,
+         ("cortex-m0", "int16x8"): 136,
          ("cortex-m4", "fp32"): 44,
          ("cortex-m3", "fp32"): 112,
          ("cortex-m0", "fp32"): 120}
