@@ -3,8 +3,8 @@
     python benchmarks/low_margin.py [--noise 6 8] [--atoms 50] [--json figures.json]
 
 Models: LAST on the digits with Gaussian noise of the given standard deviations added to every
-pixel (``--atoms`` shared atoms, standardize; the noisier, the less accurate and the smaller the margins
-of its decisions), trained here in seconds. Each is exported as TFLite, ONNX and C at int8 and
+pixel (``--atoms`` shared atoms, standardize; the noisier, the less accurate and the smaller
+the margins of its decisions), trained here in seconds. Each is exported as TFLite, ONNX and C at int8 and
 int16x8, calibrated on the training rows, and run on the held-out rows: the share of rows whose
 prediction agrees with the float model's, the accuracy drop, and the file's bytes (C: the
 source's bytes; built sizes are benchmarks/mcu.py's). The export's own check asks for >= 99 %
