@@ -121,9 +121,9 @@ static SAMPLE quantize(float value)
 # accumulators (TFLite's bias plus the sum of (q_x - z_x) * q_d, the input's zero point folded
 # into the bias at export, so the loops read the integer input as it is; with -DLASTEDGE_DSP the
 # input is widened once to int16 pairs and two MACs run per SMLAD), requantised to int8 (int16)
-# features (one rounding, half up: floor((acc * M + 2^(t-1)) / 2^t) with t = 31 - shift, the
-# floor taken on the value offset by 2^63 so no negative number is shifted), and each feature
-# above the ReLU's zero added into the scores with its row of output weights. Zero features
+# features (one rounding, half up: floor((acc * M + 2^(t-1)) / 2^t) with t = 31 - shift, taken
+# only above ZERO_UP_TO, where that value is positive), and each feature above the ReLU's zero
+# added into the scores with its row of output weights. Zero features
 # (accumulators up to ZERO_UP_TO, see zero_up_to) cost a comparison.
 INT8_CORE = r"""
 #if defined(LASTEDGE_DSP)
@@ -169,7 +169,10 @@ static void widen(const SAMPLE *q, Input *input)
 /* Eight inputs (two groups of four), four atoms per pass: LDM loads the four atoms' weight words
  * of a group, LDRD its two input pairs; SXTB16 splits each word into (w0, w2) and (w1, w3) for
  * two SMLADs. 19 instructions per 16 MACs and 2 per pass: the loop is assembly, as a compiler
- * spills these thirteen registers. */
+ * spills these thirteen registers. It takes r7 too, which builds that keep a frame pointer in it
+ * (-O0, -fno-omit-frame-pointer) reserve: those (and -DLASTEDGE_DSP_C) compile the same
+ * arithmetic in C with the ACLE intrinsics. */
+#if defined(__OPTIMIZE__) && !defined(LASTEDGE_DSP_C)
 #define FOUR_ATOMS(x02, x13) \
     "sxtb16 r8, r4\n\t" "smlad %[a0], r8, " x02 ", %[a0]\n\t" "sxtb16 r4, r4, ror #8\n\t" "smlad %[a0], r4, " x13 ", %[a0]\n\t" \
     "sxtb16 r8, r5\n\t" "smlad %[a1], r8, " x02 ", %[a1]\n\t" "sxtb16 r5, r5, ror #8\n\t" "smlad %[a1], r5, " x13 ", %[a1]\n\t" \
@@ -195,6 +198,28 @@ __attribute__((noinline)) static void block(const Input *input, const uint32_t *
             : "r4", "r5", "r6", "r7", "r8", "r9", "r10", "cc", "memory");
     acc[0] = a0; acc[1] = a1; acc[2] = a2; acc[3] = a3;
 }
+#else
+static int32_t four_macs(uint32_t w, int32_t x02, int32_t x13, int32_t acc)
+{
+    int32_t high;
+    __asm__("sxtb16 %0, %1, ror #8" : "=r"(high) : "r"(w));
+    return __smlad(high, x13, __smlad(__sxtb16((int8x4_t)w), x02, acc));
+}
+
+static void block(const Input *input, const uint32_t *w, int32_t *acc)
+{
+    int32_t a0 = acc[0], a1 = acc[1], a2 = acc[2], a3 = acc[3];
+    const int32_t *x = input->w;
+    int n;
+    for (n = N_INPUT / 4; n > 0; --n, x += 2, w += 4) {
+        a0 = four_macs(w[0], x[0], x[1], a0);
+        a1 = four_macs(w[1], x[0], x[1], a1);
+        a2 = four_macs(w[2], x[0], x[1], a2);
+        a3 = four_macs(w[3], x[0], x[1], a3);
+    }
+    acc[0] = a0; acc[1] = a1; acc[2] = a2; acc[3] = a3;
+}
+#endif
 #define INPUT_OF(q) Input input; widen((q), &input)
 #define BLOCK(atom, acc) (memcpy((acc), hidden_bias + (atom), 16), block(&input, WEIGHTS(atom), (acc)))
 #else
