@@ -25,7 +25,7 @@ from lastedge.runtime import Model, check_output_path, write_atomically
 from .atom_scaling import graph_parameters
 from .calibration import DEFAULT_MARGIN, Ranges
 from .metadata import METADATA_KEY, build_metadata, check_model, dumps
-from .options import ExportOptions, check_export_options
+from .options import STATIC, ExportOptions, check_export_options
 from .quantize import affine_params, int32_bias, relu_bias_floor, symmetric_weights
 from .schema import check_schema
 
@@ -100,6 +100,15 @@ def _layers(model: Model, options: ExportOptions, ranges: Ranges | None) -> list
         _Tensor("output_bias", (m,), "int32", q_b2, s_b2, _zeros(s_b2)),
         _Tensor(OUTPUT, (1, m), "int8", dynamic_batch=True, **act((s_o, z_o))),
     ]
+
+
+def _file_tensors(model: Model, options: ExportOptions, ranges: Ranges | None) -> list[_Tensor]:
+    """The seven tensors of a file of ``options.precision`` (int16x8: ``int16x8.tensors``)."""
+    if options.precision == "int16x8":
+        from .int16x8 import tensors  # it lays out its tensors with this module's
+
+        return tensors(model, ranges)
+    return _layers(model, options, ranges)
 
 
 class _Writer:
@@ -304,19 +313,12 @@ def to_tflite(
     tfl = check_schema()
     model = check_model(model)
     path = check_output_path(path, ".tflite", "the output")
-    static = precision in ("int8", "int16x8")
-    ranges = Ranges.measure(model, options.calibration, options.margin) if static else None
+    ranges = Ranges.measure(model, options.calibration, options.margin) if precision in STATIC else None
     metadata = build_metadata(model, precision=options.file_precision, preprocess_in_graph=False,
                               quantization=options.quantization("int8", ranges))
-    if precision == "int16x8":
-        from .int16x8 import tensors  # it lays out its tensors with this module's
-
-        layers = tensors(model, ranges)
-    else:
-        layers = _layers(model, options, ranges)
     description = (f"lastedge soft-threshold classifier: {model.n_features} features, "
                    f"{model.n_atoms} atoms, {model.n_outputs} output(s), {precision}")
-    data = _Writer(tfl).write(layers, dumps(metadata), description,
+    data = _Writer(tfl).write(_file_tensors(model, options, ranges), dumps(metadata), description,
                               op_version=OP_VERSIONS[precision],
                               asymmetric_inputs=precision == "int8-dynamic")
     write_atomically(path, lambda f: f.write(data))
