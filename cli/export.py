@@ -92,9 +92,9 @@ def _export_checked(options: ExportOptions, model: Any, rows: Any, out: Path) ->
 
 def _int8_hint(options: ExportOptions) -> str:
     """What to try when an int8 file fails its check: its 8-bit grid is too coarse for the model.
-    A static file may pass with per-channel weights; a TFLite one as dynamic (each row quantized
-    over its own range), an ONNX one as dynamic TFLite (onnxruntime's dynamic files quantize a
-    whole batch over one range). Signed weights fail on x86 CPUs without VNNI, where
+    A static file may pass with per-channel weights or 16-bit activations (int16x8); a TFLite one
+    as dynamic (each row quantized over its own range), an ONNX one as dynamic TFLite
+    (onnxruntime's dynamic files quantize a whole batch over one range). Signed weights fail on x86 CPUs without VNNI, where
     onnxruntime's int8 kernels saturate."""
     if options.precision == "fp32":
         return ""
@@ -104,7 +104,11 @@ def _int8_hint(options: ExportOptions) -> str:
         if signed_weights_saturate(read_cpuinfo(), platform.machine()) is not False:
             return (" (onnxruntime's int8 kernels may saturate on this CPU, an x86 without VNNI or "
                     "one whose features cannot be read: drop --signed-weights)")
+    if options.precision == "int16x8":
+        return " (16-bit activations with 8-bit weights are too coarse for this model: export fp32)"
     tries = ["--per-channel"] if options.precision == "int8" and not options.per_channel else []
+    if options.precision == "int8":
+        tries.append("--precision int16x8")
     if options.format == "onnx":
         tries.append("--format tflite --precision int8-dynamic")
     elif options.precision == "int8":
