@@ -11,7 +11,7 @@ run under QEMU and compared bit for bit with the host (``same``), sized from the
 file (flash = code + constants; RAM = the stack one prediction took, the model has no data or
 bss) beside the sizes ``c_size`` predicted from the shapes, and counted in unicorn: instructions
 of ``PREFIX_predict`` (float row in, class out) per inference and per MAC, and of the integer
-``PREFIX_scores_q`` per MAC. The int8 TFLite file of the same model is listed for scale (a
+``PREFIX_predict_q`` (integer row in, class out) per MAC. The int8 TFLite file of the same model is listed for scale (a
 TFLite Micro build adds its interpreter, some tens of kB, and a tensor arena in RAM).
 ``--quick``: the digits models and M4 only. Needs the tools of scripts/mcu_check.py.
 """

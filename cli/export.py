@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from lastedge.export.describe import summary_lines
-from lastedge.export.options import FORMATS, PRECISIONS, ExportOptions, check_export_options
+from lastedge.export.options import FORMATS, PRECISIONS, STATIC, ExportOptions, check_export_options
 
 from .common import CommandError, json_text
 from .export_c import C_PRECISIONS, check_c_options, run_export_c
@@ -19,8 +19,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     """Add this part's sub-commands to the ``lastedge`` parser."""
     p = subparsers.add_parser(
         "export", help="write a trained model (.npz) as an ONNX or TFLite file and prove its parity",
-        description="Export a model to ONNX or TFLite (fp32, int8 or int8-dynamic), then run the "
-                    "file in its interpreter and compare it with the Python model.",
+        description="Export a model to ONNX or TFLite (fp32, int8, int8-dynamic or int16x8), then "
+                    "run the file in its interpreter and compare it with the Python model.",
     )
     p.add_argument("model", help="trained model file (.npz)")
     p.add_argument("--format", required=True, choices=(*FORMATS, "c"),
@@ -30,7 +30,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                    help="fp32 (default); int8: static, 8-bit weights and activations calibrated on "
                         "--calibration; int8-dynamic: 8-bit weights, activations quantized as the "
                         "file runs, no calibration data (TFLite: hybrid FULLY_CONNECTED kernels, "
-                        "float input and output); int16x8 (c): 8-bit weights, 16-bit activations")
+                        "float input and output); int16x8: 8-bit weights, 16-bit activations "
+                        "calibrated on --calibration (TFLite's 16x8 mode, ONNX QDQ at opset 21)")
     p.add_argument("--prefix", help="c: the C identifier before every name (default lastedge)")
     p.add_argument("--calibration", metavar="PATH|digits",
                    help="rows for int8 calibration and the parity check (.npz/.npy/.csv, a folder "
@@ -53,10 +54,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 def _check_options(args: argparse.Namespace) -> ExportOptions:
     """The export's options, checked as the library checks them and named as flags in errors.
-    Only --precision int8 calibrates on --calibration: other precisions check parity on its rows."""
+    Only the static precisions (int8, int16x8) calibrate on --calibration: others check parity
+    on its rows."""
     return check_export_options(
         args.format, args.precision, flags=True, per_channel=args.per_channel,
-        calibration=args.calibration if args.precision == "int8" else None,
+        calibration=args.calibration if args.precision in STATIC else None,
         signed_weights=args.signed_weights, with_preprocessing=args.with_preprocessing,
     )
 
@@ -72,7 +74,7 @@ def _export_checked(options: ExportOptions, model: Any, rows: Any, out: Path) ->
     candidate = out.with_name(f"{out.stem}.rejected{out.suffix}")
     exporter(options.format)(
         model, candidate, precision=options.precision, per_channel=options.per_channel,
-        calibration=rows.calibration if options.precision == "int8" else None,
+        calibration=rows.calibration if options.precision in STATIC else None,
         signed_weights=options.signed_weights, with_preprocessing=options.with_preprocessing,
     )
     try:
@@ -90,9 +92,9 @@ def _export_checked(options: ExportOptions, model: Any, rows: Any, out: Path) ->
 
 def _int8_hint(options: ExportOptions) -> str:
     """What to try when an int8 file fails its check: its 8-bit grid is too coarse for the model.
-    A static file may pass with per-channel weights; a TFLite one as dynamic (each row quantized
-    over its own range), an ONNX one as dynamic TFLite (onnxruntime's dynamic files quantize a
-    whole batch over one range). Signed weights fail on x86 CPUs without VNNI, where
+    A static file may pass with per-channel weights or 16-bit activations (int16x8); a TFLite one
+    as dynamic (each row quantized over its own range), an ONNX one as dynamic TFLite
+    (onnxruntime's dynamic files quantize a whole batch over one range). Signed weights fail on x86 CPUs without VNNI, where
     onnxruntime's int8 kernels saturate."""
     if options.precision == "fp32":
         return ""
@@ -102,7 +104,11 @@ def _int8_hint(options: ExportOptions) -> str:
         if signed_weights_saturate(read_cpuinfo(), platform.machine()) is not False:
             return (" (onnxruntime's int8 kernels may saturate on this CPU, an x86 without VNNI or "
                     "one whose features cannot be read: drop --signed-weights)")
+    if options.precision == "int16x8":
+        return " (16-bit activations with 8-bit weights are too coarse for this model: export fp32)"
     tries = ["--per-channel"] if options.precision == "int8" and not options.per_channel else []
+    if options.precision == "int8":
+        tries.append("--precision int16x8")
     if options.format == "onnx":
         tries.append("--format tflite --precision int8-dynamic")
     elif options.precision == "int8":

@@ -80,10 +80,12 @@ def write_project(c_model: Any, X: np.ndarray, folder: Path) -> Path:
 
 
 def _make(core: Core, model_dir: Path, build: Path, dsp: bool, *targets: str,
-          timeout: float = 300) -> subprocess.CompletedProcess:
-    """``make`` in ``examples/mcu`` for ``core``."""
+          timeout: float = 300, flags: str = "-O2") -> subprocess.CompletedProcess:
+    """``make`` in ``examples/mcu`` for ``core``; ``flags``: the optimisation and other flags
+    for the model's compilation."""
+    opt, _, extra = flags.partition(" ")
     command = ["make", "-s", "-C", str(EXAMPLE), f"CPU={core.name}", f"MODEL={model_dir.resolve()}",
-               f"BUILD={build.resolve()}", f"DSP={int(dsp)}", *targets]
+               f"BUILD={build.resolve()}", f"DSP={int(dsp)}", f"OPT={opt}", f"EXTRA={extra}", *targets]
     return subprocess.run(command, capture_output=True, text=True, timeout=timeout)
 
 
@@ -101,13 +103,14 @@ class Run:
 
 
 def build_and_run(core: Core, model_dir: Path, build: Path, dsp: bool = False,
-                  timeout: float = 300) -> Run:
-    """Build the firmware for ``core`` and run it under QEMU; raise ``RuntimeError`` when the
-    build or the run fails (a run that ends with rows differing from the host's is no failure
-    here: ``Run.differ`` counts them)."""
+                  timeout: float = 300, flags: str = "-O2") -> Run:
+    """Build the firmware for ``core`` (the model compiled with ``flags``, an optimisation level
+    first) and run it under QEMU; raise ``RuntimeError`` when the build or the run fails (a run
+    that ends with rows differing from the host's is no failure here: ``Run.differ`` counts
+    them)."""
     if dsp and not core.dsp:
         raise ValueError(f"{core.name} has no DSP extension")
-    made = _make(core, model_dir, build, dsp, "all", timeout=timeout)
+    made = _make(core, model_dir, build, dsp, "all", timeout=timeout, flags=flags)
     if made.returncode != 0:
         raise RuntimeError(f"make for {core.name} failed:\n{made.stdout}{made.stderr}")
     elf = build / "firmware.elf"
@@ -216,7 +219,8 @@ def check_on_core(c_model: Any, X: np.ndarray, core: Core, folder: Path, *, dsp:
     run it under QEMU on rows ``X``, compare every result with the host's bit for bit, and
     measure it: flash and RAM of the model alone (its object file; RAM is the stack high-water
     of one prediction, the model holding no data or bss), and the instructions of
-    ``lastedge_predict`` (and, int8, of the integer ``lastedge_scores_q``) averaged over the
+    ``lastedge_predict`` (float row in, class out) and, integer models, of ``lastedge_predict_q``
+    (integer row in, class out: no float preprocessing or quantisation), averaged over the
     first ``count_rows`` rows. ``folder`` keeps the project and the build."""
     X = np.asarray(X, np.float32)
     project = write_project(c_model, X, folder / "model")
@@ -236,7 +240,7 @@ def check_on_core(c_model: Any, X: np.ndarray, core: Core, folder: Path, *, dsp:
     figures["instructions_per_mac"] = figures["instructions_predict"] / macs
     if c_model.graph is not None:
         levels = run_c(c_model, rows)["q"]
-        integer = [count_instructions(run.elf, core, "lastedge_scores_q", q.tobytes())[0] for q in levels]
+        integer = [count_instructions(run.elf, core, "lastedge_predict_q", q.tobytes())[0] for q in levels]
         figures["instructions_integer"] = float(np.mean(integer))
         figures["integer_per_mac"] = figures["instructions_integer"] / macs
     return figures

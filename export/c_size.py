@@ -4,7 +4,7 @@ anything is built.
 Constants are counted exactly from the layout ``c_source`` writes (int8: the dictionary padded to
 blocks of 4 atoms and 8 inputs, int32 biases, int8 output weights; fp32: float32 arrays), plus
 the class labels. Code and the stack of one prediction beside its buffers are per core, precision
-and preprocessing: the largest measured with examples/mcu's compiler and flags (arm-none-eabi-gcc 12.2,
+and preprocessing: the largest measured (plus 16 bytes) with examples/mcu's compiler and flags (arm-none-eabi-gcc 12.2,
 ``-O2``; ``c_emulate``), so a prediction is an upper bound for that build; other compilers and
 flags give other code sizes. RAM is the stack alone: the model keeps no data or bss.
 """
@@ -18,29 +18,29 @@ from .metadata import check_model
 # bytes of code: [core, variant][preprocess kind], the largest over shapes and constants (the
 # smallest is up to ~200 bytes less: binary models, per-tensor constants that fold)
 CODE = {
-    ("cortex-m4", "int8"): {"none": 936, "standardize": 956, "l2": 1340, "center-l2": 1376},
-    ("cortex-m4", "int8-dsp"): {"none": 728, "standardize": 748, "l2": 1132, "center-l2": 1172},
-    ("cortex-m4", "int16x8"): {"none": 916, "standardize": 936, "l2": 1324, "center-l2": 1364},
-    ("cortex-m4", "int16x8-dsp"): {"none": 744, "standardize": 768, "l2": 1152, "center-l2": 1196},
-    ("cortex-m4", "fp32"): {"none": 308, "standardize": 308, "l2": 684, "center-l2": 728},
-    ("cortex-m3", "int8"): {"none": 928, "standardize": 944, "l2": 1348, "center-l2": 1408},
-    ("cortex-m3", "int16x8"): {"none": 916, "standardize": 932, "l2": 1340, "center-l2": 1392},
-    ("cortex-m3", "fp32"): {"none": 292, "standardize": 304, "l2": 696, "center-l2": 744},
-    ("cortex-m0", "int8"): {"none": 1060, "standardize": 1076, "l2": 1536, "center-l2": 1560},
-    ("cortex-m0", "int16x8"): {"none": 1048, "standardize": 1172, "l2": 1512, "center-l2": 1580},
-    ("cortex-m0", "fp32"): {"none": 264, "standardize": 300, "l2": 736, "center-l2": 808},
+    ("cortex-m4", "int8"): {"none": 712, "standardize": 844, "l2": 988, "center-l2": 1032},
+    ("cortex-m4", "int8-dsp"): {"none": 640, "standardize": 784, "l2": 976, "center-l2": 1004},
+    ("cortex-m3", "int8"): {"none": 760, "standardize": 864, "l2": 1276, "center-l2": 1280},
+    ("cortex-m0", "int8"): {"none": 868, "standardize": 936, "l2": 1368, "center-l2": 1408},
+    ("cortex-m4", "int16x8"): {"none": 720, "standardize": 860, "l2": 1004, "center-l2": 1036},
+    ("cortex-m4", "int16x8-dsp"): {"none": 636, "standardize": 784, "l2": 984, "center-l2": 1012},
+    ("cortex-m3", "int16x8"): {"none": 764, "standardize": 864, "l2": 1284, "center-l2": 1272},
+    ("cortex-m0", "int16x8"): {"none": 872, "standardize": 1088, "l2": 1328, "center-l2": 1452},
+    ("cortex-m4", "fp32"): {"none": 204, "standardize": 284, "l2": 472, "center-l2": 516},
+    ("cortex-m3", "fp32"): {"none": 208, "standardize": 308, "l2": 716, "center-l2": 748},
+    ("cortex-m0", "fp32"): {"none": 228, "standardize": 316, "l2": 720, "center-l2": 800},
 }
 # bytes of stack one prediction takes beside its row buffers (frames, saved registers)
-STACK = {("cortex-m4", "int8"): 100,
-         ("cortex-m4", "int8-dsp"): 108,
-         ("cortex-m4", "int16x8"): 100,
-         ("cortex-m4", "int16x8-dsp"): 108,
-         ("cortex-m4", "fp32"): 52,
-         ("cortex-m3", "int8"): 104,
-         ("cortex-m3", "int16x8"): 104,
-         ("cortex-m3", "fp32"): 96,
+STACK = {("cortex-m4", "int8"): 112,
+         ("cortex-m4", "int8-dsp"): 124,
+         ("cortex-m3", "int8"): 100,
          ("cortex-m0", "int8"): 132,
-         ("cortex-m0", "int16x8"): 132,
+         ("cortex-m4", "int16x8"): 104,
+         ("cortex-m4", "int16x8-dsp"): 124,
+         ("cortex-m3", "int16x8"): 96,
+         ("cortex-m0", "int16x8"): 136,
+         ("cortex-m4", "fp32"): 44,
+         ("cortex-m3", "fp32"): 112,
          ("cortex-m0", "fp32"): 120}
 TARGETS = sorted({core for core, _ in CODE})
 
@@ -65,13 +65,14 @@ def constant_bytes(model: Any, precision: str) -> int:
     return _up(k, 4) * _up(n, 8) + 4 * _up(k, 4) + k * m + standardize + labels
 
 
-def buffer_bytes(model: Any, precision: str) -> int:
+def buffer_bytes(model: Any, precision: str, dsp: bool = False) -> int:
     """Bytes of the row buffers on the stack of one prediction (8-byte aligned each)."""
     n, m = model.n_features, model.n_outputs
     if precision == "fp32":
         return _up(4 * n, 8) + _up(4 * m, 8)  # the preprocessed row, the scores
     row = n if precision == "int8" else 2 * n  # the quantized row: int8, or int16 for int16x8
-    return 2 * _up(n, 8) + _up(row, 8) + _up(4 * m, 8)  # + the widened int16 input, int32 scores
+    widened = 2 * _up(n, 8) if dsp else 0  # SMLAD's copy of the input as int16 pairs
+    return widened + _up(row, 8) + _up(4 * m, 8)  # + the int32 scores
 
 
 def predict_size(model: Any, target: str = "cortex-m4", precision: str = "int8",
@@ -89,6 +90,6 @@ def predict_size(model: Any, target: str = "cortex-m4", precision: str = "int8",
                          + (" (only cortex-m4 has the DSP extension)" if dsp else ""))
     code = CODE[target, variant][model.preprocess.kind]
     constants = constant_bytes(model, precision)
-    stack = STACK[target, variant] + buffer_bytes(model, precision)
+    stack = STACK[target, variant] + buffer_bytes(model, precision, dsp)
     return {"target": target, "precision": precision, "dsp": dsp, "flash_code": code,
             "flash_constants": constants, "flash": code + constants, "ram": stack}

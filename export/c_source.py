@@ -39,18 +39,19 @@ static void core(const float *z, float *scores)
 }
 """
 
-ENTRY_POINTS = r"""
-int P_predict(const float *x)
+BEST = r"""
+static int best(const SCORE *scores) /* the first of the largest scores; binary: score > 0 */
 {
-    SCORE scores[N_OUTPUTS];
-    int c, best = 0;
-    P_scores(x, scores);
-    if (N_OUTPUTS == 1) return scores[0] > 0;
+    SCORE top = scores[0];
+    int c, index = 0;
+    if (N_OUTPUTS == 1) return top > 0;
     for (c = 1; c < N_OUTPUTS; ++c)
-        if (scores[c] > scores[best]) best = c;
-    return best;
+        if (scores[c] > top) { top = scores[c]; index = c; }
+    return index;
 }
+"""
 
+ENTRY_POINTS = r"""
 const char *P_label(int index)
 {
     static const char *const labels[N_CLASSES] = {LABELS};
@@ -64,6 +65,13 @@ void P_scores(const float *x, float *scores)
     float z[N_FEATURES];
     preprocess(x, z);
     core(z, scores);
+}
+
+int P_predict(const float *x)
+{
+    float scores[N_OUTPUTS];
+    P_scores(x, scores);
+    return best(scores);
 }
 """
 
@@ -82,7 +90,21 @@ void P_scores(const float *x, int32_t *scores)
 {
     SAMPLE q[N_FEATURES];
     preprocess(x, q);
-    P_scores_q(q, scores);
+    core(q, scores);
+}
+
+int P_predict_q(const SAMPLE *q)
+{
+    int32_t scores[N_OUTPUTS];
+    core(q, scores);
+    return best(scores);
+}
+
+int P_predict(const float *x)
+{
+    SAMPLE q[N_FEATURES];
+    preprocess(x, q);
+    return P_predict_q(q);
 }
 """
 
@@ -134,6 +156,9 @@ void PREFIX_quantize(const float *x, UPPER_INPUT *q);
 
 /* The int32 scores of an integer input row q (integer arithmetic only). */
 void PREFIX_scores_q(const UPPER_INPUT *q, int32_t *scores);
+
+/* The index of the predicted class of an integer input row q (integer arithmetic only). */
+int PREFIX_predict_q(const UPPER_INPUT *q);
 """
 
 
@@ -170,12 +195,17 @@ def _check_int32_sums(graph: IntegerGraph) -> None:
     """Refuse a model whose int32 sums could overflow (the kernels add without checks): the
     largest hidden accumulator and the largest score any int8 input can give."""
     low, high = graph.limits
-    inputs = max(high - graph.input_zero_point, graph.input_zero_point - low)  # largest |q_x - z_x|
     features = high - graph.feature_zero_point  # the largest feature above its zero point
-    hidden = inputs * np.abs(graph.dictionary.astype(np.int64)).sum(axis=1) + np.abs(graph.hidden_bias)
+    hidden = -low * np.abs(graph.dictionary.astype(np.int64)).sum(axis=1) + np.abs(_folded_bias(graph))
     scores = features * np.abs(graph.weights.astype(np.int64)).sum(axis=1)
     if max(hidden.max(), scores.max()) > INT32_MAX:
         raise ValueError("the model is too large for the C kernels' int32 sums at this precision")
+
+
+def _folded_bias(graph: IntegerGraph) -> np.ndarray:
+    """The hidden bias with the input's zero point folded in, ``b - z_x * sum_j q_d[:, j]``: the
+    kernels sum ``q_x * q_d`` on the input as it is (the same int32 accumulators)."""
+    return graph.hidden_bias - graph.input_zero_point * graph.dictionary.astype(np.int64).sum(axis=1)
 
 
 def _constants(model: Model, graph: IntegerGraph | None) -> tuple[dict[str, Any], list[str]]:
@@ -201,12 +231,14 @@ def _constants(model: Model, graph: IntegerGraph | None) -> tuple[dict[str, Any]
                    SAMPLE_MIN=f"({graph.limits[0]})", SAMPLE_MAX=graph.limits[1],
                    # |values| from which quantize saturates: 256.0f (int8), 65536.0f (int16) as bits
                    SATURATE_BITS=f"0x{int(np.float32(2 * (graph.limits[1] + 1)).view(np.uint32)):08X}u",
-                   SATURATED=2 * (graph.limits[1] + 1))
+                   SATURATED=2 * (graph.limits[1] + 1),
+                   # l2 kinds: |value| <= the gain (times 1 + a few float32 roundings)
+                   BOUNDED=int(model.preprocess.kind in ("l2", "center-l2") and gain[0] < 2.0 ** 20))
     if np.any(graph.output_bias):  # LAST's output layer has none; the kernels start scores at 0
         raise ValueError("the C export expects a zero output bias")
     _check_int32_sums(graph)
     hidden_bias = np.zeros(blocks, np.int64)
-    hidden_bias[:model.n_atoms] = graph.hidden_bias
+    hidden_bias[:model.n_atoms] = _folded_bias(graph)
     packed = c_kernels.pack_dictionary(graph.dictionary)
     arrays += [f"static const union {{ int8_t b[{packed.size}]; uint32_t w[{packed.size // 4}]; }} "
                f"dictionary = {{{_initializer('int8_t', packed, 16)}}};\n",  # words for SMLAD
@@ -239,11 +271,12 @@ def render(model: Model, prefix: str, graph: IntegerGraph | None, description: s
              f"#define SAMPLE {sample}\n#define STORE(v) {store}\n"
              f"#define SCORE {'float' if fp32 else 'int32_t'}\n",
              *arrays]
+    parts.append(c_kernels.FLOAT_MODE)
     if model.preprocess.kind in ("l2", "center-l2"):
         parts.append(c_kernels.SQRT)
     if not fp32:
         parts.append(c_kernels.QUANTIZE)
-    parts += [c_preprocess.c_code(model, fp32), FP32_CORE if fp32 else c_kernels.INT8_CORE,
+    parts += [c_preprocess.c_code(model, fp32), FP32_CORE if fp32 else c_kernels.INT8_CORE, BEST,
               (FP32_SCORES if fp32 else INT8_SCORES).replace("P_", f"{prefix}_"),
               ENTRY_POINTS.replace("P_", f"{prefix}_").replace("LABELS", labels)]
     return header, "\n".join(part.strip("\n") + "\n" for part in parts)

@@ -152,7 +152,8 @@ def _quantized(model: Model, options: ExportOptions) -> tuple[Any, dict[str, Any
         return build_graph(model, with_preprocessing=pre), None
     from .onnx_int8 import quantize_dynamic, quantize_static
 
-    weights = "int8" if options.signed_weights else "uint8"
+    int16 = options.precision == "int16x8"
+    weights = "int8" if options.signed_weights or int16 else "uint8"
     if options.precision == "int8-dynamic":
         proto = build_graph(model, with_preprocessing=pre, rescale_atoms=True)
         return quantize_dynamic(proto, signed_weights=options.signed_weights), options.quantization(weights)
@@ -161,7 +162,7 @@ def _quantized(model: Model, options: ExportOptions) -> tuple[Any, dict[str, Any
     proto = quantize_static(
         build_graph(model, form="gemm", with_preprocessing=pre, rescale_atoms=True),
         rows if pre else model.preprocess.apply(rows),  # what the graph's input receives
-        ranges, per_channel=options.per_channel, signed_weights=options.signed_weights,
+        ranges, per_channel=options.per_channel, signed_weights=options.signed_weights, int16=int16,
     )
     return proto, options.quantization(weights, ranges)
 
@@ -187,16 +188,18 @@ def to_onnx(
         The model (or a fitted estimator with ``to_model()``).
     path : str or os.PathLike
         Destination ending in ``.onnx``.
-    precision : {"fp32", "int8", "int8-dynamic"}
+    precision : {"fp32", "int8", "int8-dynamic", "int16x8"}
         "int8": static QDQ, 8-bit weights and activations (stored as uint8) calibrated on
         ``calibration``, run as integer ``QGemm`` kernels; "int8-dynamic": 8-bit weights, each
-        batch's activations quantized as the file runs, no calibration data.
-    calibration : array, "int8" only
+        batch's activations quantized as the file runs, no calibration data; "int16x8": static
+        QDQ with int8 weights and int16 activations (opset 21; no ``with_preprocessing``), for
+        models whose decisions have little margin.
+    calibration : array, "int8" and "int16x8" only
         Raw rows [n_rows, n_features] (before preprocessing; a batch of images
         [n_rows, H, W(, 3)] is flattened), >= 20 rows.
     per_channel : bool, "int8" only
         One weight scale per atom and per output, not one per tensor.
-    margin : float, "int8" only
+    margin : float, "int8" and "int16x8" only
         Widen each calibrated range by this fraction of its width.
     signed_weights : bool, int8 precisions only
         Store the weights as int8 (zero point 0), not uint8: about twice as fast in onnxruntime

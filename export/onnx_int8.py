@@ -74,9 +74,12 @@ def _weight_type(quantization: Any, signed_weights: bool) -> Any:
 
 
 def quantize_static(proto: Any, rows: np.ndarray, ranges: Ranges, *, per_channel: bool,
-                    signed_weights: bool = False) -> Any:
+                    signed_weights: bool = False, int16: bool = False) -> Any:
     """QDQ of the Gemm graph from ``onnx.build_graph(form="gemm")``: uint8 activations, uint8
-    weights (int8 if ``signed_weights``).
+    weights (int8 if ``signed_weights``); with ``int16``, int16 activations (symmetric) and int8
+    weights, the precision "int16x8": the quantizer raises the opset to 21, the first whose
+    QuantizeLinear and DequantizeLinear take int16 (onnxruntime runs them unfused, the products
+    in float32 between them).
 
     ``rows`` are what the graph's input receives (preprocessed unless preprocessing is in the graph).
     """
@@ -98,9 +101,9 @@ def quantize_static(proto: Any, rows: np.ndarray, ranges: Ranges, *, per_channel
             quant_format=quantization.QuantFormat.QDQ,
             op_types_to_quantize=["Gemm", "Relu"],
             per_channel=per_channel,
-            activation_type=quantization.QuantType.QUInt8,
-            weight_type=_weight_type(quantization, signed_weights),
-            extra_options={"TensorQuantOverrides": {
+            activation_type=quantization.QuantType.QInt16 if int16 else quantization.QuantType.QUInt8,
+            weight_type=_weight_type(quantization, signed_weights or int16),
+            extra_options={"ActivationSymmetric": int16, "TensorQuantOverrides": {
                 name: [{"rmin": np.float32(lo), "rmax": np.float32(hi)}]
                 for name, (lo, hi) in overrides.items()
             }},

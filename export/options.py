@@ -3,7 +3,9 @@
 
 ``precision`` names the kind of file, the same in every format: ``"fp32"``; ``"int8"``, static:
 8-bit weights and activations whose ranges are calibrated on ``calibration`` rows;
-``"int8-dynamic"``: 8-bit weights, each input quantized as the file runs, no calibration data.
+``"int8-dynamic"``: 8-bit weights, each input quantized as the file runs, no calibration data;
+``"int16x8"``: 8-bit weights, 16-bit activations (TFLite's 16x8 mode; ONNX QDQ with int16
+activations, opset 21), calibrated.
 The file's metadata records ``precision`` "fp32" or "int8" and ``quantization.mode`` "static" or
 "dynamic" (docs/DESIGN.md). Options that do not apply to a format or precision are refused, not
 ignored, so that a file is never silently other than asked.
@@ -24,7 +26,8 @@ import numpy as np
 from .calibration import DEFAULT_MARGIN, Ranges, check_margin
 
 FORMATS = ("onnx", "tflite")
-PRECISIONS = ("fp32", "int8", "int8-dynamic")
+PRECISIONS = ("fp32", "int8", "int8-dynamic")  # every format's
+STATIC = ("int8", "int16x8")  # calibrated on rows; int16x8: 16-bit activations
 ONNX_ONLY = ("signed_weights", "with_preprocessing")
 
 
@@ -42,8 +45,8 @@ class ExportOptions:
 
     @property
     def file_precision(self) -> str:
-        """The metadata's ``precision``: "fp32" or "int8" (static or dynamic)."""
-        return "fp32" if self.precision == "fp32" else "int8"
+        """The metadata's ``precision``: "fp32", "int8" (static or dynamic) or "int16x8"."""
+        return self.precision if self.precision in ("fp32", "int16x8") else "int8"
 
     def quantization(self, weights: str, ranges: Ranges | None = None) -> dict[str, Any] | None:
         """The metadata's ``quantization`` entry (None for fp32); ``weights``: the stored weight
@@ -89,14 +92,17 @@ def _refuse_unused(options: ExportOptions, flags: bool) -> None:
     for name in ONNX_ONLY:
         if getattr(options, name) and options.format != "onnx":
             refuse(name, True, _named("format", "onnx", flags), fmt)
-    if options.signed_weights and options.precision == "fp32":
+    if options.signed_weights and options.precision not in ("int8", "int8-dynamic"):
         refuse("signed_weights", True, "the int8 precisions ('int8', 'int8-dynamic')", precision)
-    if options.precision != "int8":
-        static = _named("precision", "int8", flags) + " (static)"
+    if options.with_preprocessing and options.precision == "int16x8":  # opset 21's Reduce* differ
+        refuse("with_preprocessing", True, "fp32 and the int8 precisions", precision)
+    static = _named("precision", "int8", flags) + " (static)"
+    if options.per_channel and options.precision != "int8":
+        refuse("per_channel", True, static, precision)
+    if options.precision not in STATIC:
+        static += " or " + _named("precision", "int16x8", flags)
         if options.calibration is not None:
             refuse("calibration", None, static, precision)
-        if options.per_channel:
-            refuse("per_channel", True, static, precision)
         if options.margin != DEFAULT_MARGIN:
             refuse("margin", options.margin, static, precision)
 
@@ -115,16 +121,16 @@ def check_export_options(format: str, precision: str = "fp32", *, calibration: A
     """
     options = ExportOptions(
         format=_choice(_named("format", None, flags), format, FORMATS),
-        precision=_choice(_named("precision", None, flags), precision, PRECISIONS),
+        precision=_choice(_named("precision", None, flags), precision, (*PRECISIONS, "int16x8")),
         calibration=calibration, margin=check_margin(margin),
         per_channel=_switch("per_channel", per_channel),
         signed_weights=_switch("signed_weights", signed_weights),
         with_preprocessing=_switch("with_preprocessing", with_preprocessing),
     )
-    if options.precision == "int8" and calibration is None:
+    if options.precision in STATIC and calibration is None:
         hint = ("--calibration PATH|digits (or --precision int8-dynamic, which needs none)" if flags
                 else "calibration rows (a few hundred typical inputs): pass calibration=X, or "
                      "precision='int8-dynamic', which needs none")
-        raise ValueError(f"{_named('precision', 'int8', flags)} needs {hint}")
+        raise ValueError(f"{_named('precision', options.precision, flags)} needs {hint}")
     _refuse_unused(options, flags)
     return options

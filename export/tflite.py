@@ -25,7 +25,7 @@ from lastedge.runtime import Model, check_output_path, write_atomically
 from .atom_scaling import graph_parameters
 from .calibration import DEFAULT_MARGIN, Ranges
 from .metadata import METADATA_KEY, build_metadata, check_model, dumps
-from .options import ExportOptions, check_export_options
+from .options import STATIC, ExportOptions, check_export_options
 from .quantize import affine_params, int32_bias, relu_bias_floor, symmetric_weights
 from .schema import check_schema
 
@@ -34,7 +34,8 @@ SIGNATURE_KEY = "serving_default"
 _ALIGN = 16  # constant buffers are 16-byte aligned so interpreters can map them directly
 # FULLY_CONNECTED versions (TFLite's op_version.cc): float 1, full int8 4, hybrid (float input,
 # int8 weights) with asymmetric_quantize_inputs 9
-OP_VERSIONS = {"fp32": 1, "int8": 4, "int8-dynamic": 9}
+# int8 weights, int16 activations 7
+OP_VERSIONS = {"fp32": 1, "int8": 4, "int8-dynamic": 9, "int16x8": 7}
 
 
 @dataclass
@@ -99,6 +100,15 @@ def _layers(model: Model, options: ExportOptions, ranges: Ranges | None) -> list
         _Tensor("output_bias", (m,), "int32", q_b2, s_b2, _zeros(s_b2)),
         _Tensor(OUTPUT, (1, m), "int8", dynamic_batch=True, **act((s_o, z_o))),
     ]
+
+
+def _file_tensors(model: Model, options: ExportOptions, ranges: Ranges | None) -> list[_Tensor]:
+    """The seven tensors of a file of ``options.precision`` (int16x8: ``int16x8.tensors``)."""
+    if options.precision == "int16x8":
+        from .int16x8 import tensors  # it lays out its tensors with this module's
+
+        return tensors(model, ranges)
+    return _layers(model, options, ranges)
 
 
 class _Writer:
@@ -277,19 +287,21 @@ def to_tflite(
         The model (or a fitted estimator with ``to_model()``).
     path : str or os.PathLike
         Destination ending in ``.tflite``.
-    precision : {"fp32", "int8", "int8-dynamic"}
+    precision : {"fp32", "int8", "int8-dynamic", "int16x8"}
         "int8": full integer (int8 input and output, symmetric int8 weights) calibrated on
-        ``calibration``; "int8-dynamic": int8 weights and float32 input, output and thresholds,
+        ``calibration``; "int16x8": the same with int16 activations (symmetric, zero point 0)
+        and int64 biases, TFLite's 16x8 mode (``int16x8``), for models whose decisions have
+        little margin; "int8-dynamic": int8 weights and float32 input, output and thresholds,
         each FULLY_CONNECTED a hybrid kernel that quantizes its input row as it runs (over the
         row's own range), no calibration data.
-    calibration : array, "int8" only
+    calibration : array, "int8" and "int16x8" only
         Raw rows [n_rows, n_features] (before preprocessing; a batch of images
         [n_rows, H, W(, 3)] is flattened), >= 20 rows.
     per_channel : bool, "int8" only
         One weight scale per atom and per output, not one per tensor. "int8-dynamic" files are
         per-tensor: hybrid kernels take per-channel scales from FULLY_CONNECTED version 12, which
         the legacy tflite-runtime 2.14 lacks.
-    margin : float, "int8" only
+    margin : float, "int8" and "int16x8" only
         Widen each calibrated range by this fraction of its width.
     signed_weights, with_preprocessing : bool
         ONNX only; True raises ``ValueError`` (the options of both writers are one set, checked
@@ -301,12 +313,12 @@ def to_tflite(
     tfl = check_schema()
     model = check_model(model)
     path = check_output_path(path, ".tflite", "the output")
-    ranges = Ranges.measure(model, options.calibration, options.margin) if precision == "int8" else None
+    ranges = Ranges.measure(model, options.calibration, options.margin) if precision in STATIC else None
     metadata = build_metadata(model, precision=options.file_precision, preprocess_in_graph=False,
                               quantization=options.quantization("int8", ranges))
     description = (f"lastedge soft-threshold classifier: {model.n_features} features, "
                    f"{model.n_atoms} atoms, {model.n_outputs} output(s), {precision}")
-    data = _Writer(tfl).write(_layers(model, options, ranges), dumps(metadata), description,
+    data = _Writer(tfl).write(_file_tensors(model, options, ranges), dumps(metadata), description,
                               op_version=OP_VERSIONS[precision],
                               asymmetric_inputs=precision == "int8-dynamic")
     write_atomically(path, lambda f: f.write(data))

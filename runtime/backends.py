@@ -40,7 +40,7 @@ class Predictor:
     """A loaded model: ``predict(X)`` and ``decision_function(X)`` for raw inputs ``X`` [n, n_features].
 
     Attributes: ``path``, ``backend``, ``classes``, ``n_features``, ``n_outputs``, ``precision``
-    (``"fp32"`` or ``"int8"``, dynamic-range int8 files included), ``threads``, ``n_atoms`` and
+    (``"fp32"``, ``"int8"``, dynamic-range int8 files included, or ``"int16x8"``), ``threads``, ``n_atoms`` and
     ``macs_per_sample`` (None if the file does not record ``n_atoms``),
     ``preprocess``, ``preprocess_in_graph`` and ``image_shape`` ((H, W[, 3]) of the training
     images, None when the file does not record one).

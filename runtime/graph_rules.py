@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from .files import Header
 
 BATCH = "batch"  # the symbolic first dimension of blocks of rows
-KINDS = ("fp32", "int8", "int8-dynamic")
+KINDS = ("fp32", "int8", "int8-dynamic", "int16x8")
 
 
 def refusal(source: str, where: str, why: str) -> ValueError:
@@ -31,12 +31,13 @@ def precision_kinds(header: Header, source: str) -> tuple[str, ...]:
     the quantization mode; several for files that predate those fields."""
     mode = (header.fields.get("quantization") or {}).get("mode")
     if header.precision is None:
-        return KINDS
-    if header.precision == "fp32":
-        return ("fp32",)
+        return KINDS[:3]  # files that predate the field predate int16x8 too
+    if header.precision in ("fp32", "int16x8"):
+        return (header.precision,)
     if header.precision != "int8":
-        raise refusal(source, "its metadata", f"precision {header.precision!r} is none of fp32, int8")
-    return {"static": ("int8",), "dynamic": ("int8-dynamic",)}.get(mode, KINDS[1:])
+        raise refusal(source, "its metadata", f"precision {header.precision!r} is none of fp32, "
+                      "int8, int16x8")
+    return {"static": ("int8",), "dynamic": ("int8-dynamic",)}.get(mode, KINDS[1:3])
 
 
 @dataclass(frozen=True)

@@ -21,6 +21,7 @@ CORE_OPS = {
     "fp32": {"MatMul", "Sub", "Relu"},
     "int8": {"QuantizeLinear", "DequantizeLinear", "Gemm", "Relu"},  # static QDQ
     "int8-dynamic": {"DynamicQuantizeLinear", "MatMulInteger", "Cast", "Mul", "Sub", "Relu"},
+    "int16x8": {"QuantizeLinear", "DequantizeLinear", "Gemm", "Relu"},  # static QDQ, opset 21
 }
 _L2 = {"Abs", "ReduceMax", "Max", "Div", "ReduceSumSquare", "Sqrt"}
 PREPROCESSING_OPS = {"standardize": {"Sub", "Div"}, "l2": _L2, "center-l2": _L2 | {"ReduceMean", "Sub"}}
@@ -36,6 +37,7 @@ ARITY = {"MatMul": (2, 2), "MatMulInteger": (2, 4), "Gemm": (2, 3), "Sub": (2, 2
 OPTIONAL_INPUTS = {"Gemm": {2}, "MatMulInteger": {2, 3}, "QuantizeLinear": {2}, "DequantizeLinear": {2}}
 EIGHT_BIT = {"uint8": 2, "int8": 3}  # TensorProto.DataType of quantized weights
 CONSTANT_TYPES = {FLOAT, 2, 3, 6}  # float, uint8, int8, int32
+INT16 = 5  # the zero points of int16x8 files' activations
 
 
 def check_onnx_graph(data, source: str) -> Header:
@@ -55,10 +57,11 @@ def check_onnx_graph(data, source: str) -> Header:
             raise refusal(source, _where(index, node), f"no {'/'.join(precision_kinds(header, source))} "
                           f"graph of lastedge's has this operator (preprocessing in the graph: "
                           f"{header.preprocess_in_graph})")
-    odd = [t for t in graph.initializers.values() if t.data_type not in CONSTANT_TYPES]
+    types = CONSTANT_TYPES | ({INT16} if precision_kinds(header, source) == ("int16x8",) else set())
+    odd = [t for t in graph.initializers.values() if t.data_type not in types]
     if odd:
         raise refusal(source, f"constant {odd[0].name!r}", f"element type {odd[0].data_type}; "
-                      "lastedge's constants are float, uint8, int8 or int32")
+                      "lastedge's constants are float, uint8, int8 or int32 (and int16 in int16x8 files)")
     shapes = _Shapes(graph, header, source)
     for index, node in enumerate(graph.nodes):
         shapes.run(node, _where(index, node))
@@ -85,14 +88,16 @@ def _operators(header: Header, source: str) -> tuple[set[str], set[str]]:
 
 
 def _check_weight_types(graph: OnnxGraph, header: Header, source: str) -> None:
-    """fp32 files hold float constants only; int8 files their matrices in 8 bits, of the type
-    (uint8 or int8) the metadata records."""
+    """fp32 files hold float constants only; int8 and int16x8 files their matrices in 8 bits, of
+    the type (uint8 or int8) the metadata records; int16x8 files int16 activations."""
     matrices = [t for t in graph.initializers.values() if len(t.dims) == 2]
     kinds = precision_kinds(header, source)
     if kinds == ("fp32",) and any(t.data_type != FLOAT for t in graph.initializers.values()):
         raise refusal(source, "its constants", "its metadata says fp32, but a constant is not float")
     if "fp32" not in kinds and not any(t.data_type in EIGHT_BIT.values() for t in matrices):
         raise refusal(source, "its constants", "its metadata says int8, but no matrix is 8-bit")
+    if kinds == ("int16x8",) and not any(t.data_type == INT16 for t in graph.initializers.values()):
+        raise refusal(source, "its constants", "its metadata says int16x8, but no activation is 16-bit")
     expected = EIGHT_BIT.get(header.weights or "")
     wrong = [t.name for t in matrices if expected and t.data_type in EIGHT_BIT.values() and t.data_type != expected]
     if wrong:

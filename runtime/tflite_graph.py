@@ -22,10 +22,10 @@ from .graph_rules import BATCH, Widths, atoms, precision_kinds, refusal
 
 FULLY_CONNECTED, FULLY_CONNECTED_OPTIONS = 9, 8  # BuiltinOperator, BuiltinOptions
 NONE, RELU = 0, 1  # ActivationFunctionType
-FLOAT32, INT32, INT8 = 0, 2, 9  # TensorType
+FLOAT32, INT32, INT64, INT16, INT8 = 0, 2, 4, 7, 9  # TensorType
 # the types of (rows and features, weights, bias) in each kind of file
 TYPES = {"fp32": (FLOAT32, FLOAT32, FLOAT32), "int8": (INT8, INT8, INT32),
-         "int8-dynamic": (FLOAT32, INT8, FLOAT32)}
+         "int8-dynamic": (FLOAT32, INT8, FLOAT32), "int16x8": (INT16, INT8, INT64)}
 # Operator fields lastedge never writes: custom options (5, 6), mutating variable inputs (7),
 # intermediates (8), large custom options (9, 10), second builtin options (11, 12)
 UNUSED_OPERATOR_FIELDS = (5, 6, 7, 8, 9, 10, 11, 12)

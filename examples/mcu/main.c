@@ -45,7 +45,7 @@ int main(void)
             int32_t again[LASTEDGE_N_OUTPUTS];
             lastedge_quantize(test_rows[row], q);
             lastedge_scores_q(q, again);
-            differ += memcmp(again, scores, sizeof again) != 0;
+            differ += memcmp(again, scores, sizeof again) != 0 || lastedge_predict_q(q) != label;
         }
 #endif
         memcpy(bits, scores, sizeof bits);

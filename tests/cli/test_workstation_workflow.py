@@ -170,17 +170,22 @@ def test_a_failed_int8_check_says_what_to_try(export, run, tmp_path, capsys, mon
                        "--calibration", "digits", "--out", tmp_path / "m.tflite")
     assert code == 1
     assert err.rstrip().endswith("(int8 is too coarse for this model: try --per-channel or "
-                                 "--precision int8-dynamic, or export fp32)")
-    for options, tries in ((["int8", "--per-channel"], "try --precision int8-dynamic, or "),
+                                 "--precision int16x8 or --precision int8-dynamic, or export fp32)")
+    for options, tries in ((["int8", "--per-channel"], "try --precision int16x8 or --precision int8-dynamic, "
+                                                       "or "),
                            (["int8-dynamic"], "")):  # --calibration: the dynamic file's check rows
         code, _, err = run("export", tmp_path / "m.npz", "--format", "tflite", "--precision", *options,
                            "--calibration", "digits", "--out", tmp_path / "m.tflite")
         assert code == 1 and err.rstrip().endswith(f"(int8 is too coarse for this model: {tries}export fp32)")
-    for precision, tries in (("int8", "try --per-channel or "), ("int8-dynamic", "try ")):
+    for precision, tries in (("int8", "try --per-channel or --precision int16x8 or "),
+                             ("int8-dynamic", "try ")):
         code, _, err = run("export", tmp_path / "m.npz", "--format", "onnx", "--precision", precision,
                            "--calibration", "digits", "--out", tmp_path / "m.onnx")
         assert code == 1 and err.rstrip().endswith(
             f"(int8 is too coarse for this model: {tries}--format tflite --precision int8-dynamic, or export fp32)")
+    code, _, err = run("export", tmp_path / "m.npz", "--format", "tflite", "--precision", "int16x8",
+                       "--calibration", "digits", "--out", tmp_path / "m.tflite")
+    assert code == 1 and err.rstrip().endswith("are too coarse for this model: export fp32)")
 
 
 def test_atoms_of_rows_that_are_no_square_image_name_the_option(run, tmp_path, capsys):

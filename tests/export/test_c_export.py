@@ -159,13 +159,17 @@ def _extreme_rows(X: np.ndarray) -> np.ndarray:
                            X[:3] * 1e-42, signs * 3e38, signs * 1e-45, X[:2] + 1e6]).astype(np.float32)
 
 
+@pytest.mark.parametrize("soft_float", [False, True])
 @pytest.mark.parametrize("precision", ["int8", "int16x8"])
 @pytest.mark.parametrize("kind", KINDS)
-def test_integers_are_bit_exact_on_any_finite_rows(kind, precision, random_model):
+def test_integers_are_bit_exact_on_any_finite_rows(kind, precision, soft_float, random_model):
+    """Both roundings of the input (the FPU's addition, and the float's bits alone as on cores
+    without an FPU) give the reference's levels."""
     model, X = random_model(n_features=20, n_atoms=13, n_classes=3, kind=kind, seed=5)
     c_model = build_c(model, precision=precision, calibration=X[:200])
     rows = _extreme_rows(X[200:])
-    figures = integer_graph_figures(c_model, rows, run_c(c_model, rows))
+    flags = (*HOST_FLAGS, "-DLASTEDGE_SOFT_FLOAT") if soft_float else HOST_FLAGS
+    figures = integer_graph_figures(c_model, rows, run_c(c_model, rows, flags))
     assert figures["input_identical"] and figures["scores_identical"] and figures["labels_identical"]
 
 

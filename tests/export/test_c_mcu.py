@@ -79,3 +79,18 @@ def test_predicted_sizes_bound_the_built_ones(toolchain, tmp_path, n, k, classes
                 assert predicted["flash_constants"] == built["constants"]
                 assert 0 <= predicted["flash_code"] - built["code"] <= 200
                 assert 0 <= predicted["ram"] - run.stack <= 64
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("flags", ["-O0", "-O2 -fno-omit-frame-pointer -DLASTEDGE_DSP_C"])
+def test_the_dsp_path_without_its_assembly_loop_is_bit_exact(toolchain, tmp_path, flags, random_model):
+    """Builds that keep a frame pointer in r7 (-O0, -fno-omit-frame-pointer) take the SMLAD loop
+    in C: the same scores on the Cortex-M4."""
+    from lastedge.export.c_emulate import CORES, build_and_run, host_lines, write_project
+
+    model, X = random_model(n_features=37, n_atoms=21, n_classes=5, kind="center-l2", seed=3)
+    for precision in ("int8", "int16x8"):
+        c_model = build_c(model, precision=precision, calibration=X[:100])
+        project = write_project(c_model, X[100:106], tmp_path / precision)
+        run = build_and_run(CORES["cortex-m4"], project, tmp_path / f"{precision}-build", dsp=True, flags=flags)
+        assert run.differ == 0 and run.lines == host_lines(c_model, X[100:106])

@@ -144,6 +144,25 @@ def test_dynamic_int8_needs_no_calibration(digits_case, tmp_path):
     assert figures["agreement"] >= 0.99 and figures["max_score_error"] < 1.0
 
 
+def test_int16x8_is_qdq_with_int16_activations_at_opset_21(digits_case, tmp_path):
+    """int8 weights, int16 activations (symmetric: zero points 0) in QuantizeLinear and
+    DequantizeLinear of opset 21; onnxruntime runs it through lastedge.runtime and it agrees."""
+    model, X_train, _, X_test, y_test = digits_case()
+    path = to_onnx(model, tmp_path / "q.onnx", precision="int16x8", calibration=X_train)
+    proto = onnx.load(path)
+    assert [(o.domain, o.version) for o in proto.opset_import] == [("", 21)]
+    zero_points = [onnx.numpy_helper.to_array(t) for t in proto.graph.initializer
+                   if t.name.endswith("zero_point") and t.data_type == onnx.TensorProto.INT16]
+    assert len(zero_points) == 4 and not any(np.any(z) for z in zero_points)  # input, 2 features, scores
+    matrices = [t for t in proto.graph.initializer if len(t.dims) == 2]
+    assert {t.data_type for t in matrices} == {onnx.TensorProto.INT8}
+    assert describe(path)["metadata"]["precision"] == "int16x8"
+    figures = assert_parity(model, path, X_test, y_test)
+    assert figures["agreement"] >= 0.99 and figures["accuracy_drop"] <= 0.005
+    with pytest.raises(ValueError, match="with_preprocessing=True applies to fp32 and the int8"):
+        to_onnx(model, tmp_path / "p.onnx", precision="int16x8", calibration=X_train, with_preprocessing=True)
+
+
 def test_int8_is_about_four_times_smaller_for_dictionary_heavy_models(random_model, tmp_path):
     model, X = random_model(n_features=784, n_atoms=400, n_classes=10)
     fp32 = to_onnx(model, tmp_path / "m.onnx").stat().st_size

@@ -71,6 +71,33 @@ def test_int8_is_full_integer_and_meets_the_bounds_on_digits(digits_case, tmp_pa
     assert 0 < figures["mean_score_error"] <= figures["max_score_error"]
 
 
+def test_int16x8_is_16_bit_activations_and_meets_the_bounds_on_digits(digits_case, tmp_path):
+    """TFLite's 16x8 mode: int16 rows, features and scores (symmetric), int8 weights, int64
+    biases; LiteRT runs it through lastedge.runtime and it agrees with the model."""
+    model, X_train, _, X_test, y_test = digits_case()
+    path = to_tflite(model, tmp_path / "q.tflite", precision="int16x8", calibration=X_train)
+    _, tensors = _tensors(path)
+    T = tfl.TensorType
+    assert [t.Type() for t in tensors] == [T.INT16, T.INT8, T.INT64, T.INT16, T.INT8, T.INT64, T.INT16]
+    assert {t.Quantization().ZeroPointAsNumpy().tolist()[0] for t in tensors} == {0}
+    assert describe(path)["metadata"]["precision"] == "int16x8"
+    figures = assert_parity(model, path, X_test, y_test)
+    assert figures["agreement"] >= 0.99 and figures["accuracy_drop"] <= 0.005
+
+
+@pytest.mark.parametrize("arguments, message", [
+    ({"format": "onnx", "signed_weights": True}, "signed_weights=True applies to the int8 precisions"),
+    ({"per_channel": True}, "per_channel=True applies to precision='int8'"),
+    ({"calibration": None}, "precision='int16x8' needs calibration rows"),
+])
+def test_int16x8_options_are_checked(arguments, message):
+    from lastedge.export.options import check_export_options
+
+    options = {"format": "tflite", "calibration": np.zeros((30, 4)), **arguments}
+    with pytest.raises(ValueError, match=message):
+        check_export_options(options.pop("format"), "int16x8", **options)
+
+
 def test_int8_is_about_four_times_smaller_for_dictionary_heavy_models(random_model, tmp_path):
     model, X = random_model(n_features=784, n_atoms=400, n_classes=10)
     fp32 = to_tflite(model, tmp_path / "m.tflite").stat().st_size

@@ -202,9 +202,9 @@ def test_the_runtime_runs_a_dynamic_file_as_int8(digits_case, tmp_path):
 
 def test_python_api_refuses_options_that_do_not_apply(digits_case, tmp_path):
     model, _, _, X, _ = digits_case()
-    with pytest.raises(ValueError, match="precision must be one of 'fp32', 'int8', 'int8-dynamic', got 'dynamic'"):
+    with pytest.raises(ValueError, match="precision must be one of 'fp32', 'int8', 'int8-dynamic', 'int16x8', got 'dynamic'"):
         to_tflite(model, tmp_path / "d.tflite", precision="dynamic")
-    with pytest.raises(ValueError, match=r"calibration applies to precision='int8' \(static\) only, "
+    with pytest.raises(ValueError, match=r"calibration applies to precision='int8' \(static\) or precision='int16x8' only, "
                                          "got precision='int8-dynamic'"):
         to_tflite(model, tmp_path / "d.tflite", precision="int8-dynamic", calibration=X)
     with pytest.raises(ValueError, match=r"per_channel=True applies to precision='int8' \(static\) only"):

@@ -30,7 +30,8 @@ def models():
 
 ONNX_OPTIONS = {"fp32": [{}], "int8": [{"per_channel": per_channel, "signed_weights": signed}
                                        for per_channel in (True, False) for signed in (False, True)],
-                "int8-dynamic": [{"signed_weights": signed} for signed in (False, True)]}
+                "int8-dynamic": [{"signed_weights": signed} for signed in (False, True)],
+                "int16x8": [{}]}
 
 
 @pytest.mark.parametrize("precision", ONNX_OPTIONS)
@@ -39,8 +40,9 @@ def test_every_onnx_file_the_exporter_writes_passes(tmp_path, precision):
     pytest.importorskip("onnxruntime")
     from lastedge.export import to_onnx
 
-    for (model, X), options, in_graph in itertools.product(models(), ONNX_OPTIONS[precision], (False, True)):
-        calibration = X if precision == "int8" else None
+    in_graph_too = (False,) if precision == "int16x8" else (False, True)
+    for (model, X), options, in_graph in itertools.product(models(), ONNX_OPTIONS[precision], in_graph_too):
+        calibration = X if precision in ("int8", "int16x8") else None
         path = to_onnx(model, tmp_path / "m.onnx", precision=precision, calibration=calibration,
                        with_preprocessing=in_graph, **options)
         header = check_onnx_graph(path.read_bytes(), str(path))
@@ -71,14 +73,15 @@ def test_a_dynamic_onnx_file_of_a_digits_sized_model_loads(tmp_path):
 
 
 @pytest.mark.parametrize("options", [{"precision": "fp32"}, {"precision": "int8"},
-                                     {"precision": "int8", "per_channel": True}, {"precision": "int8-dynamic"}],
-                         ids=["fp32", "int8", "int8-channels", "dynamic"])
+                                     {"precision": "int8", "per_channel": True}, {"precision": "int8-dynamic"},
+                                     {"precision": "int16x8"}],
+                         ids=["fp32", "int8", "int8-channels", "dynamic", "int16x8"])
 def test_every_tflite_file_the_exporter_writes_passes(tmp_path, options):
     pytest.importorskip("tflite")
     from lastedge.export import to_tflite
 
     for model, X in models():
-        calibration = X if options["precision"] == "int8" else None
+        calibration = X if options["precision"] in ("int8", "int16x8") else None
         path = to_tflite(model, tmp_path / "m.tflite", calibration=calibration, **options)
         data = path.read_bytes()
         check_tflite_graph(data, parse_header(tflite_metadata(data), str(path)), str(path))
@@ -160,3 +163,42 @@ def test_metadata_must_agree_with_the_tflite_precision(tmp_path):
     fields = {**header.fields, "precision": "fp32", "quantization": None}
     with pytest.raises(ValueError, match=r"op 0 \(FULLY_CONNECTED\): tensor types \[9, 9, 2, 9\]"):
         check_tflite_graph(data, parse_header(json.dumps(fields), str(path)), str(path))
+
+
+@pytest.mark.parametrize("claims", ["int8", "fp32"])
+def test_an_int16x8_file_must_say_so(tmp_path, claims):
+    """A 16x8 file (int16 rows, int8 weights, int64 biases) whose metadata claims another
+    precision is refused by its tensors' types; one that says int16x8 passes."""
+    pytest.importorskip("tflite")
+    from lastedge.export import to_tflite
+
+    model, X = next(models())
+    path = to_tflite(model, tmp_path / "q.tflite", precision="int16x8", calibration=X)
+    data = path.read_bytes()
+    header = parse_header(tflite_metadata(data), str(path))
+    assert header.precision == "int16x8"
+    fields = {**header.fields, "precision": claims}
+    with pytest.raises(ValueError, match=r"op 0 \(FULLY_CONNECTED\): tensor types \[7, 9, 4, 7\]"):
+        check_tflite_graph(data, parse_header(json.dumps(fields), str(path)), str(path))
+
+
+def test_an_int16x8_onnx_file_must_say_so(tmp_path):
+    """int16 zero points are refused in a file whose metadata says int8; an int16x8 file without
+    any int16 activation is refused too."""
+    pytest.importorskip("onnxruntime")
+    import onnx
+    from lastedge.export import to_onnx
+
+    model, X = next(models())
+    path = to_onnx(model, tmp_path / "q.onnx", precision="int16x8", calibration=X)
+    proto = onnx.load(path)
+    fields = json.loads(proto.metadata_props[0].value)
+    proto.metadata_props[0].value = json.dumps({**fields, "precision": "int8"})
+    with pytest.raises(ValueError, match="element type 5"):
+        check_onnx_graph(proto.SerializeToString(), "claims-int8.onnx")
+    int8 = onnx.load(to_onnx(model, tmp_path / "8.onnx", precision="int8", calibration=X,
+                             signed_weights=True))
+    int8.metadata_props[0].value = json.dumps({**json.loads(int8.metadata_props[0].value),
+                                               "precision": "int16x8"})
+    with pytest.raises(ValueError, match="no activation is 16-bit"):
+        check_onnx_graph(int8.SerializeToString(), "claims-int16x8.onnx")
