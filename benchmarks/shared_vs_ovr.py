@@ -22,7 +22,7 @@ Several seeds (``--seed 16-31``) repeat every fit per seed and add a summary: pe
 the median, mean and range of the test error over seeds and, seed by seed, its difference from
 one-vs-all (mean +- standard error; seeds where it is ahead). The differences between the methods
 at one total are a few test images, smaller than the spread between seeds, so they are judged
-seed by seed. ``--parallel-fits P`` runs P fits at a time, each in a fresh process (P x ``--n-jobs``
+seed by seed. ``--parallel-fits P`` runs P fits at a time in joblib's worker processes (P x ``--n-jobs``
 threads in all; on a GPU several small fits keep it busier than one). ``--merge`` joins the
 ``--json`` files of several runs (the same training budget per data set, any seeds) into one table,
 summary and plot, running nothing.
@@ -32,18 +32,17 @@ from __future__ import annotations
 
 import argparse
 import json
-import multiprocessing
 import sys
 import tempfile
 import time
 import warnings
 from collections.abc import Iterator
-from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
+from joblib import Parallel, delayed
 from sklearn.model_selection import train_test_split
 
 import harness
@@ -304,7 +303,7 @@ def _fit_alone(index: int, fit: Fit, args: argparse.Namespace) -> tuple[int, dic
 
 def run_fits(fits: list[Fit], args: argparse.Namespace) -> Iterator[tuple[int, dict[str, Any]]]:
     """``(index in fits, row)`` as each fit ends: in this process one after another, or
-    ``--parallel-fits`` at a time, each in a fresh process (no fit inherits another's state)."""
+    ``--parallel-fits`` at a time through joblib (each loads its own data)."""
     if args.parallel_fits == 1:
         data_key, data = None, ()
         with tempfile.TemporaryDirectory() as tmp:
@@ -313,13 +312,10 @@ def run_fits(fits: list[Fit], args: argparse.Namespace) -> Iterator[tuple[int, d
                     data_key, data = (fit.task, fit.seed), task_data(fit.task, args, fit.seed)
                 yield index, run_one(fit, data, args, Path(tmp))
         return
-    # spawn: CUDA cannot run in a forked process. A fresh process per fit (Python >= 3.11) keeps
-    # one fit's state (a patched module, GPU memory) out of the next; a worker that dies raises here.
-    fresh = {"max_tasks_per_child": 1} if sys.version_info >= (3, 11) else {}
-    with ProcessPoolExecutor(min(args.parallel_fits, len(fits)), multiprocessing.get_context("spawn"),
-                             **fresh) as pool:
-        for done in as_completed([pool.submit(_fit_alone, index, fit, args) for index, fit in enumerate(fits)]):
-            yield done.result()
+    # joblib's process workers (loky: started fresh, never forked, so CUDA works in them); the
+    # backend chosen with joblib.parallel_config (e.g. "dask") runs them on a cluster instead.
+    yield from Parallel(n_jobs=min(args.parallel_fits, len(fits)), return_as="generator_unordered")(
+        delayed(_fit_alone)(index, fit, args) for index, fit in enumerate(fits))
 
 
 def main(argv: list[str] | None = None) -> int:

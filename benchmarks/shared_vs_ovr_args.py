@@ -129,7 +129,7 @@ def _add_run_options(p: argparse.ArgumentParser) -> None:
                    help="random_state of every model and the subsample; several seeds repeat every fit "
                         "per seed and add a summary over seeds (default 0)")
     p.add_argument("--parallel-fits", type=int, default=1, metavar="P",
-                   help="fits at a time, each in a fresh process (default 1: one after another in this one)")
+                   help="fits at a time, in joblib worker processes (default 1: one after another in this one)")
     p.add_argument("--json", type=arguments.output_file, default=None, metavar="PATH",
                    help="also write the results here")
     p.add_argument("--plot", type=arguments.figure_file, default=None, metavar="PATH",

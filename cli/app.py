@@ -21,7 +21,7 @@ from lastedge.runtime import __version__
 from .common import EXTRA_OF_MODULE, CommandError, install_hint
 
 # The commands, in the order --help lists them (modules of this package).
-_COMMAND_MODULES = ("train", "export", "predict", "bench", "inspect", "demo")
+_COMMAND_MODULES = ("train", "export", "bundle", "predict", "bench", "inspect", "demo")
 
 # What a user's mistake raises; anything else is a bug, shown with its traceback.
 USER_ERRORS = (CommandError, ValueError, ImportError, OSError, zipfile.BadZipFile)

@@ -18,11 +18,13 @@ SELECTION_HOLDOUT = 0.1  # share of the training rows that judges each candidate
 
 
 def choose_on_holdout(estimator: Any, grid: dict[str, list[float]], X: np.ndarray, y: np.ndarray,
-                      seed: int, monitor: Callable[[int, Any], bool | None] | None = None) -> dict[str, Any]:
+                      seed: int, monitor: Callable[[int, Any], bool | None] | None = None,
+                      n_jobs: int | None = None) -> dict[str, Any]:
     """``{"chosen": {name: value}, "holdout_fraction", "candidates": [{name: value, ...,
     "holdout_accuracy"}]}``: each combination of ``grid`` fitted on ``1 - SELECTION_HOLDOUT`` of the
     rows (stratified) and scored on the rest. ``monitor`` may stop the grid after a candidate (see
-    :func:`~lastedge.train.selection.choose_params`); then ``"skipped"`` lists those not fitted."""
+    :func:`~lastedge.train.selection.choose_params`); then ``"skipped"`` lists those not fitted.
+    ``n_jobs`` fits the candidates through joblib (see ``choose_params``)."""
     from sklearn.base import clone
     from sklearn.exceptions import ConvergenceWarning
     from sklearn.model_selection import ParameterGrid
@@ -37,13 +39,33 @@ def choose_on_holdout(estimator: Any, grid: dict[str, list[float]], X: np.ndarra
     with warnings.catch_warnings(), contextlib.redirect_stdout(sys.stderr):  # progress, not output
         warnings.simplefilter("ignore", ConvergenceWarning)  # the final fit reports its own
         best, candidates = choose_params(estimator, grid, X, y, holdout_split(SELECTION_HOLDOUT, seed),
-                                         verbose=estimator.verbose, monitor=monitor)
+                                         verbose=estimator.verbose, monitor=monitor, n_jobs=n_jobs)
     selection = {"chosen": best, "holdout_fraction": SELECTION_HOLDOUT,
                  "candidates": [{**params, "holdout_accuracy": score} for params, score in candidates]}
     skipped = candidate_grid(grid)[len(candidates):]
     if skipped:
         selection["skipped"] = skipped
     return selection
+
+
+@contextlib.contextmanager
+def cluster_backend(address: str | None) -> Iterator[None]:
+    """joblib's ``"dask"`` backend on the Dask scheduler at ``address`` (``--cluster``) while the
+    grid runs; nothing when None. A missing dask or an unreachable scheduler is a ValueError."""
+    if address is None:
+        yield
+        return
+    try:
+        import joblib
+        from distributed import Client
+    except ImportError:
+        raise ValueError("--cluster needs dask.distributed: pip install 'lastedge[cluster]'") from None
+    try:
+        client = Client(address, timeout="10s")
+    except (OSError, TimeoutError, ValueError) as err:
+        raise ValueError(f"--cluster: cannot reach the Dask scheduler at {address}: {err}") from None
+    with client, joblib.parallel_config(backend="dask"):
+        yield
 
 
 class StopOnInterrupt:

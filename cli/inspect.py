@@ -4,8 +4,8 @@ A trained ``.npz`` model: classes, shapes, preprocessing, threshold, cost per sa
 training facts recorded in its metadata. An exported ``.onnx``/``.tflite`` file: what
 ``lastedge.export.describe`` reports (ops, tensors, metadata, size); on a device without the
 export extra, what the installed interpreter reads from the file (classes, shapes, precision), or
-for an ONNX file without onnxruntime either (a device with a TFLite interpreter only), what its
-bytes say (``lastedge.runtime.onnx_metadata``).
+where no interpreter for the file is installed, what its bytes say after the checks loading makes
+(``lastedge.runtime.onnx_metadata``, ``lastedge.runtime.tflite_summary``).
 """
 
 from __future__ import annotations
@@ -29,8 +29,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "inspect", help="show what a model file (.npz, .onnx, .tflite) holds",
         description="Print the classes, shapes, preprocessing, MACs per sample and training facts "
                     "of a trained .npz model, or the ops, tensors and metadata of an exported "
-                    ".onnx/.tflite file (without lastedge[export]: what its interpreter, or for "
-                    ".onnx without onnxruntime its metadata, says).")
+                    ".onnx/.tflite file (without lastedge[export]: what its interpreter, or "
+                    "without one the file's metadata, says).")
     parser.add_argument("file", metavar="FILE", help="model file: .npz, .onnx or .tflite")
     parser.add_argument("--json", action="store_true", help="print one JSON object")
     parser.add_argument("--atoms", metavar="PATH", default=None,
@@ -91,8 +91,8 @@ def _c_sizes(path: Path, target: str) -> list[dict[str, Any]]:
 
 def _exported_info(path: Path, kind: str) -> tuple[dict[str, Any], list[str]]:
     """An exported file's graph (``lastedge.export.describe``); without the packages that parse
-    graphs, as on a device, what the runtime reads from the file through its interpreter, or, for
-    an ONNX file on a device without onnxruntime, from the file's bytes."""
+    graphs, as on a device, what the runtime reads from the file through its interpreter, or,
+    without an interpreter for it, from the file's bytes."""
     from lastedge.export import describe
     from lastedge.export.describe import summary_lines
 
@@ -108,10 +108,8 @@ def _exported_info(path: Path, kind: str) -> tuple[dict[str, Any], list[str]]:
     graph = f"not shown: {missing} is not installed ({install_hint(missing)})"
     try:
         predictor = load(path)
-    except ImportError:  # no interpreter for it
-        if kind != "onnx":
-            raise
-        info = _onnx_bytes_info(path, graph)
+    except ImportError as err:  # no interpreter for it: what the file's bytes say
+        info = _bytes_info(path, kind, graph, str(err))
     else:
         info = {
             "path": str(path), "format": kind, "size_bytes": predictor.file_size,
@@ -126,18 +124,22 @@ def _exported_info(path: Path, kind: str) -> tuple[dict[str, Any], list[str]]:
     return info, _runtime_lines(info)
 
 
-def _onnx_bytes_info(path: Path, graph: str) -> dict[str, Any]:
-    """What an ONNX file's bytes say (``runtime.onnx_metadata``), where neither onnx nor
-    onnxruntime is installed: the same fields as an interpreter's, no backend, and a graph line
-    saying what running the file needs."""
+def _bytes_info(path: Path, kind: str, graph: str, no_interpreter: str) -> dict[str, Any]:
+    """What an ONNX or TFLite file's bytes say (``runtime.onnx_metadata``,
+    ``runtime.tflite_summary``, which check the file as loading it does), where no interpreter
+    for it is installed: the same fields as an interpreter's, no backend, and a graph line saying
+    what running the file needs (``no_interpreter``, the loader's message)."""
     from lastedge.runtime.model import count_macs
     from lastedge.runtime.onnx_metadata import read_onnx_summary
+    from lastedge.runtime.tflite_summary import read_tflite_summary
 
-    summary = read_onnx_summary(path)
+    summary = (read_onnx_summary if kind == "onnx" else read_tflite_summary)(path)
     header = summary.header
     image_shape = header.image_shape(summary.n_features)
+    needs = (f"onnxruntime ({install_hint('onnxruntime')})" if kind == "onnx" else
+             f"a TFLite interpreter ({no_interpreter.partition(': ')[2] or no_interpreter})")
     return {
-        "path": str(path), "format": "onnx", "size_bytes": path.stat().st_size,
+        "path": str(path), "format": kind, "size_bytes": path.stat().st_size,
         "precision": summary.precision, "backend": None,
         "classes": header.classes.tolist(), "n_features": summary.n_features,
         "n_outputs": summary.n_outputs, "preprocess": header.preprocess.kind,
@@ -145,7 +147,7 @@ def _onnx_bytes_info(path: Path, graph: str) -> dict[str, Any]:
         "macs_per_sample": None if header.n_atoms is None else
         count_macs(summary.n_features, header.n_atoms, summary.n_outputs),
         "image_shape": None if image_shape is None else list(image_shape),
-        "graph": f"{graph}; running it needs onnxruntime ({install_hint('onnxruntime')})",
+        "graph": f"{graph}; running it needs {needs}",
     }
 
 

@@ -11,8 +11,9 @@ from typing import Any
 
 import numpy as np
 
+from .auto import add_auto_options, choose_auto
 from .common import add_image_size_option, json_text
-from .holdout import StopOnInterrupt, choose_on_holdout
+from .holdout import StopOnInterrupt, choose_on_holdout, cluster_backend
 from .train_report import interrupted_record, metrics, provenance, step_trials_notice, summary_fields
 
 METHODS = ("last", "sgd", "adam")
@@ -38,6 +39,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     _add_data_options(p)
     _add_model_options(p)
     _add_last_options(p)
+    add_auto_options(p)
     _add_output_options(p)
     p.set_defaults(func=run_train)
 
@@ -61,7 +63,7 @@ def _add_model_options(p: argparse.ArgumentParser) -> None:
                         "shared, atoms in all), e.g. 25")
     p.add_argument("--method", choices=METHODS, default="last",
                    help="last: DCA (default); sgd / adam: the baselines on the same objective")
-    p.add_argument("--preprocess", choices=PREPROCESS, default="l2",
+    p.add_argument("--preprocess", choices=PREPROCESS, default=None,
                    help="applied to every input, recorded in the model (default l2)")
     p.add_argument("--nu", type=float, default=None, metavar="NU",
                    help="weight of (nu/2)||w||^2 (default 1, the paper's)")
@@ -75,6 +77,10 @@ def _add_model_options(p: argparse.ArgumentParser) -> None:
                         "sees one, else the CPU (default cpu)")
     p.add_argument("--threads", type=int, default=1, metavar="N",
                    help="torch threads while training (default 1; raise it on an idle many-core machine)")
+    p.add_argument("--jobs", type=int, default=1, metavar="N",
+                   help="--mu grid: fit its candidates in N joblib processes (default 1, one at a time)")
+    p.add_argument("--cluster", default=None, metavar="ADDRESS",
+                   help="--mu grid: fit its candidates on the Dask scheduler at ADDRESS (tcp://host:8786)")
 
 
 def _add_last_options(p: argparse.ArgumentParser) -> None:
@@ -124,8 +130,9 @@ def run_train(args: argparse.Namespace) -> int:
                              "--image-shape HxW for .npz or CSV rows)")
         estimator.set_params(image_shape=data.image_shape)
     selection = None
-    if len(args.mu or ()) > 1:
-        selection = _choose_mu(estimator, args.mu, data, args.seed)
+    if args.auto or len(args.mu or ()) > 1:
+        selection = (choose_auto(estimator, args, data) if args.auto
+                     else _choose_mu(estimator, args.mu, data, args.seed, args))
         if selection is None:
             return 130
         estimator.set_params(**selection["chosen"])
@@ -157,14 +164,17 @@ def _load(args: argparse.Namespace) -> Any:
     return data
 
 
-def _choose_mu(estimator: Any, grid: list[float], data: Any, seed: int) -> dict[str, Any] | None:
+def _choose_mu(estimator: Any, grid: list[float], data: Any, seed: int,
+               args: argparse.Namespace) -> dict[str, Any] | None:
     """The hold-out choice among ``--mu``'s values; None when a second Ctrl-C stopped it before
     any model was fitted on all rows."""
     grid_stop = StopOnInterrupt("stopping the hold-out grid after this candidate fit, then fitting the "
                                 "best so far on all rows", estimator.verbose)
     try:
-        with grid_stop.installed():
-            return choose_on_holdout(estimator, {"mu": grid}, data.X_train, data.y_train, seed, monitor=grid_stop)
+        with grid_stop.installed(), cluster_backend(args.cluster):
+            n_jobs = -1 if args.cluster else None if args.jobs == 1 else args.jobs  # -1: every worker
+            return choose_on_holdout(estimator, {"mu": grid}, data.X_train, data.y_train, seed, monitor=grid_stop,
+                                     n_jobs=n_jobs)
     except KeyboardInterrupt:
         print("lastedge train: interrupted during the hold-out grid: nothing trained", file=sys.stderr)
         return None
@@ -235,6 +245,8 @@ def make_estimator(args: argparse.Namespace) -> Any:
     from lastedge.train import LASTClassifier, SGDSoftThresholdClassifier
     from lastedge.train.params import max_threads
 
+    if args.jobs < 1:
+        raise ValueError(f"--jobs must be at least 1, got {args.jobs}")
     if not 1 <= args.threads <= max_threads():  # far more threads crash torch's thread pool
         raise ValueError(f"--threads must be in [1, {max_threads()}] (64 per core, at least 256), "
                          f"got {args.threads}")
@@ -242,7 +254,9 @@ def make_estimator(args: argparse.Namespace) -> Any:
         raise ValueError(f"--seed must be an integer in [0, {2**32 - 1}], got {args.seed}")
     if args.batch_size == "full" and args.method != "last":
         raise ValueError("--batch-size full applies to --method last only")
-    common = {"n_atoms": args.atoms, "preprocess": args.preprocess, "random_state": args.seed,
+    if args.time_budget is not None and not args.auto:
+        raise ValueError("--time-budget applies to --auto only")
+    common = {"n_atoms": args.atoms, "preprocess": args.preprocess or "l2", "random_state": args.seed,
               "verbose": 0 if args.quiet else 1, "device": args.device, "n_jobs": args.threads}
     common.update({k: v for k, v in (("nu", args.nu), ("batch_size", args.batch_size)) if v is not None})
     last_only = {"inner_solver": args.inner_solver, "max_dca_iter": args.max_dca_iter,

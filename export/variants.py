@@ -24,7 +24,8 @@ def exporter(fmt: str) -> Any:
 
 def export_all(model: Model, folder: str | os.PathLike, calibration: Any, X_check: Any,
                y_check: Any = None, *, stem: str = "model", formats: Sequence[str] = FORMATS,
-               precisions: Sequence[str] = PRECISIONS, strict: bool = True) -> list[dict[str, Any]]:
+               precisions: Sequence[str] = PRECISIONS, strict: bool = True,
+               **bounds: Any) -> list[dict[str, Any]]:
     """Export ``model`` in each of ``formats`` (ONNX and TFLite) and ``precisions`` (fp32, int8,
     int8-dynamic) into ``folder`` as ``STEM-PRECISION.FORMAT``; check each file.
 
@@ -32,6 +33,7 @@ def export_all(model: Model, folder: str | os.PathLike, calibration: Any, X_chec
     labels) for ``assert_parity``. Returns one row per file: format, precision, path, size_bytes,
     max_score_error, mean_score_error, agreement, accuracy figures, backend, problems. With
     ``strict`` a file out of bounds raises ``ParityError``; without, it is listed in ``problems``.
+    ``bounds``: ``assert_parity``'s (``min_rows``, ``min_agreement``, ...).
     """
     model = check_model(model)
     folder = Path(folder)
@@ -48,7 +50,7 @@ def export_all(model: Model, folder: str | os.PathLike, calibration: Any, X_chec
         path = folder / f"{stem}-{precision}.{fmt}"
         exporter(fmt)(model, path, precision=precision,
                       calibration=calibration if precision == "int8" else None)
-        figures = (assert_parity if strict else measure_parity)(model, path, X_check, y_check)
+        figures = (assert_parity if strict else measure_parity)(model, path, X_check, y_check, **bounds)
         figures.pop("per_backend")
         # the variant's name last: the figures' own "precision" is the file's, "int8" for both int8 files
         rows.append({"format": fmt, **figures, "precision": precision})

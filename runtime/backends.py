@@ -28,13 +28,12 @@ import numpy as np
 from .blas import blas_threads, openblas
 from .bounded import read_regular
 from .cpu import read_cpuinfo, signed_weights_saturate
-from .files import METADATA_KEY, parse_header, tflite_metadata
+from .files import METADATA_KEY, parse_header
 from .model import Model, check_input, check_scores, count_macs, in_row_blocks, labels_from_scores
 from .native_log import without_native_lines
 from .onnx_check import check_onnx_graph
 from .preprocess import Preprocess
-from .tflite_check import check_tflite_structure
-from .tflite_graph import check_tflite_graph
+from .tflite_graph import checked_tflite_header
 
 
 class Predictor:
@@ -204,14 +203,7 @@ class TFLitePredictor(Predictor):
     def __init__(self, path: Path, interpreter: type, backend: str, *, threads: int = 1,
                  trust: bool = False) -> None:
         content = read_regular(path)  # checked, then handed over: what runs is what was checked
-        try:
-            metadata = tflite_metadata(content)
-            check_tflite_structure(content)
-        except ValueError as err:
-            raise ValueError(f"{path}: {err}") from None
-        header = parse_header(metadata, str(path))
-        if not trust:
-            check_tflite_graph(content, header, str(path))
+        header = checked_tflite_header(content, str(path), trust)
         try:
             with without_native_lines():  # the interpreter's XNNPACK INFO line at every load
                 interp = interpreter(model_content=content, num_threads=threads)

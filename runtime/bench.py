@@ -12,19 +12,17 @@ from __future__ import annotations
 import gc
 import math
 import os
-import platform
 import resource
 import sys
 import time
 from contextlib import contextmanager, suppress
-from importlib import metadata
 from pathlib import Path
 from typing import Any, Callable, Iterator, Sequence
 
 import numpy as np
 
 from .backends import Predictor
-from .cpu import cpu_model, int8_dot_product, read_cpuinfo
+from .cpu import machine_info, usable_cores
 from .loading import load, max_threads
 
 SCHEMA = "lastedge-bench/1"
@@ -313,16 +311,6 @@ def current_rss_mib() -> float | None:
     return pages * os.sysconf("SC_PAGE_SIZE") / 2**20
 
 
-def usable_cores(cpus: Sequence[int] | None = None) -> int | None:
-    """How many cores this process may run on: ``cpus`` when pinned to them (None when some lie
-    outside its affinity, which ``pinned`` refuses), else its affinity (Linux), else all the
-    machine's (None when unknown)."""
-    allowed = os.sched_getaffinity(0) if hasattr(os, "sched_getaffinity") else None
-    if cpus is None:
-        return os.cpu_count() if allowed is None else len(allowed)
-    return len(set(cpus)) if allowed is None or allowed.issuperset(cpus) else None
-
-
 def oversubscription(threads: int | None, cpus: Sequence[int] | None = None) -> str | None:
     """A warning when ``threads`` exceed the cores the process may use (``cpus`` when pinned):
     the backend's threads then wait for a core, and the latencies time that wait. None when they
@@ -333,30 +321,6 @@ def oversubscription(threads: int | None, cpus: Sequence[int] | None = None) -> 
     where = f"--cpus {_core_ranges(set(cpus))}" if cpus is not None else "this process's CPU affinity"
     return (f"{threads} threads oversubscribe the {cores} usable core{'s' if cores > 1 else ''} "
             f"({where}): latency will be skewed by threads waiting for a core")
-
-
-def machine_info() -> dict[str, Any]:
-    """CPU model, cores (all / usable), OS, Python and backend versions."""
-    cpuinfo = read_cpuinfo()
-    return {
-        "cpu": cpu_model(cpuinfo),
-        "cores": os.cpu_count(),
-        "usable_cores": usable_cores(),
-        "machine": platform.machine(),
-        "os": platform.platform(),
-        "python": platform.python_version(),
-        "int8_dot_product": int8_dot_product(cpuinfo),
-        **{name: _version(dist) for name, dist in
-           (("numpy", "numpy"), ("onnxruntime", "onnxruntime"), ("litert", "ai-edge-litert"),
-            ("tflite_runtime", "tflite-runtime"))},
-    }
-
-
-def _version(dist: str) -> str | None:
-    try:
-        return metadata.version(dist)
-    except metadata.PackageNotFoundError:
-        return None
 
 
 def format_table(rows: Sequence[dict[str, Any]]) -> str:

@@ -92,6 +92,17 @@ class Header:
         return image_shape_of(self.fields.get("image_shape"), n_features)
 
 
+@dataclass(frozen=True)
+class FileSummary:
+    """An exported file's ``lastedge`` metadata with what its graph says of the model, read from
+    its bytes without an interpreter (``onnx_metadata``, ``tflite_summary``)."""
+
+    header: Header
+    n_features: int
+    n_outputs: int
+    precision: str  # the metadata's; else "int8" when a weight is 8-bit, "fp32" when all are float
+
+
 def parse_header(text: str | bytes | None, source: str) -> Header:
     """Validate the ``lastedge`` metadata JSON of ``source``."""
     if text is None:

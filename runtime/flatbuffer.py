@@ -71,6 +71,12 @@ def tables(data: bytes, pos: int, index: int) -> list[int]:
     return [table(data, start + 4 * i + u32(data, start + 4 * i)) for i in range(length)]
 
 
+def ints(data: bytes, pos: int, index: int) -> list[int]:
+    """An ``[int]`` field's values (empty if absent)."""
+    start, length = vector(data, pos, index, 4)
+    return list(struct.unpack_from(f"<{length}i", data, start)) if length else []
+
+
 def byte_vector(data: bytes, pos: int, index: int) -> bytes:
     """A ``[ubyte]`` or string field's bytes (empty if absent)."""
     start, length = vector(data, pos, index, 1)

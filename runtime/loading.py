@@ -99,14 +99,19 @@ ARM_32_BIT = ("armv6l", "armv7l")
 
 
 def _first_installed(kind: str) -> str:
-    for backend in BACKENDS[kind]:
-        if backend == "numpy" or _installed(backend):
-            return backend
+    installed = installed_backends(kind)
+    if installed:
+        return installed[0]
     if kind == "tflite" and platform.machine() in ARM_32_BIT:  # "lastedge[tflite]" fails to install
         raise ImportError(f"no TFLite interpreter is installed: pip install tflite-runtime 'numpy<2' "
                           f"(ai-edge-litert has no wheels for 32-bit Arm, {platform.machine()}; "
                           "Python <= 3.11), or run the .npz model on numpy")
     raise ImportError(_EXTRA[BACKENDS[kind][0]])
+
+
+def installed_backends(kind: str) -> list[str]:
+    """The backends of ``BACKENDS[kind]`` (``kind``: "npz", "onnx", "tflite") installed here."""
+    return [backend for backend in BACKENDS[kind] if backend == "numpy" or _installed(backend)]
 
 
 def _installed(backend: str) -> bool:

@@ -34,8 +34,9 @@ NODE_FIELDS = {1, 2, 3, 4, 5, 6, 7, 9}  # input, output, name, op_type, attribut
 # AttributeProto: name, f, i, floats, ints, doc_string, type (not s, t, g, tensors, graphs, ...)
 ATTRIBUTE_FIELDS = {1, 2, 3, 7, 8, 13, 20}
 # TensorProto: dims, data_type, float_data, int32_data, int64_data, name, raw_data, double_data,
-# uint64_data, doc_string, metadata_props
-TENSOR_FIELDS = {1, 2, 4, 5, 7, 8, 9, 10, 11, 12, 16}
+# uint64_data, doc_string, data_location (DEFAULT only: onnxruntime's dynamic quantizer writes it
+# for larger weights), metadata_props
+TENSOR_FIELDS = {1, 2, 4, 5, 7, 8, 9, 10, 11, 12, 14, 16}
 DATA_FIELDS = {4: 4, 5: 0, 7: 0, 9: 1, 10: 8, 11: 0}  # -> bytes per value when fixed, 0: varints
 FIELD_NAMES = {20: "training_info", 25: "functions", 15: "sparse_initializer", 13: "external_data",
                14: "data_location", 6: "a graph (g)", 11: "graphs", 5: "a tensor (t)", 4: "text (s)",
@@ -188,6 +189,9 @@ def _initializer(data, where: Span) -> Initializer:
             data_type = pb.integer(number, wire, value)
         elif number == 8:
             name = _name(data, number, wire, value)
+        elif number == 14 and pb.integer(number, wire, value) != 0:  # 1: EXTERNAL, another file's
+            raise ValueError(f"initializer {name!r} has its data in another file (data_location "
+                             "EXTERNAL), which lastedge never writes")
         elif number in DATA_FIELDS:
             counts.append((number, _count(data, number, wire, value, ELEMENT_BYTES.get(data_type, 1))))
     values = math.prod(dims)

@@ -11,13 +11,12 @@ from __future__ import annotations
 
 import mmap
 import os
-from dataclasses import dataclass
 from pathlib import Path
 from typing import NamedTuple
 
 from . import protobuf as pb
 from .bounded import open_regular
-from .files import METADATA_KEY, Header, parse_header
+from .files import METADATA_KEY, FileSummary, parse_header
 from .protobuf import Span
 
 # Field numbers of onnx.proto3 that this reader follows.
@@ -45,17 +44,7 @@ class Tensor(NamedTuple):
     shape: list[Dim]
 
 
-@dataclass(frozen=True)
-class OnnxSummary:
-    """An ONNX file's ``lastedge`` metadata with what its graph says of the model."""
-
-    header: Header
-    n_features: int
-    n_outputs: int
-    precision: str  # the metadata's; else "int8" when a weight is 8-bit, "fp32" when all are float
-
-
-def read_onnx_summary(path: str | os.PathLike) -> OnnxSummary:
+def read_onnx_summary(path: str | os.PathLike) -> FileSummary:
     """The metadata, input and output widths and precision of an exported ``.onnx`` file, checked
     as ``lastedge.runtime.load`` checks them (one float input [batch, n_features]; widths that
     agree with the metadata). Raises ``ValueError`` naming the problem for a truncated, malformed
@@ -76,7 +65,7 @@ def read_onnx_summary(path: str | os.PathLike) -> OnnxSummary:
         raise ValueError(f"{path}: expected one float input [batch, n_features], got "
                          f"{[(i.name, f'element type {i.elem_type}', i.shape) for i in inputs]}")
     header.check_graph(n_features, outputs[0].shape[-1] if outputs and outputs[0].shape else None, str(path))
-    return OnnxSummary(header, n_features, header.n_outputs,
+    return FileSummary(header, n_features, header.n_outputs,
                        header.precision or _weights_precision(weight_types))
 
 

@@ -85,7 +85,7 @@ def _check_signature(data: bytes, signature: int, subgraphs: list[int]) -> None:
 
 
 def _check_tensor(data: bytes, tensor: int, index: int, buffer_sizes: list[int]) -> None:
-    shape = _ints(data, tensor, 0)
+    shape = fb.ints(data, tensor, 0)
     if len(shape) > MAX_RANK or any(d < 0 for d in shape):
         raise ValueError(f"tensor {index} has an impossible shape {shape}")
     _string(data, tensor, 3)  # name
@@ -114,7 +114,7 @@ def _check_tensor(data: bytes, tensor: int, index: int, buffer_sizes: list[int])
             raise ValueError(f"tensor {index} has inconsistent quantization parameters")
         if scales > 1 and shape[axis] != scales:
             raise ValueError(f"tensor {index} has {scales} scales for {shape[axis]} channels")
-    _ints(data, tensor, 7)  # shape signature
+    fb.ints(data, tensor, 7)  # shape signature
 
 
 
@@ -134,15 +134,10 @@ def _string(data: bytes, table: int, index: int) -> None:
 
 
 
-def _ints(data: bytes, table: int, index: int) -> list[int]:
-    start, length = fb.vector(data, table, index, 4)
-    return list(struct.unpack_from(f"<{length}i", data, start)) if length else []
-
-
 def _indices(data: bytes, table: int, index: int, n_tensors: int, what: str,
              required: int | None = None) -> None:
     """Tensor indices: the first ``required`` (None: all) name tensors, later ones may be -1 (an
     optional input left out)."""
-    for position, i in enumerate(_ints(data, table, index)):
+    for position, i in enumerate(fb.ints(data, table, index)):
         if not (0 if required is None or position < required else -1) <= i < n_tensors:
             raise ValueError(f"{what} names a tensor the subgraph does not have")

@@ -16,7 +16,8 @@ import math
 import struct
 
 from . import flatbuffer as fb
-from .files import Header
+from .files import Header, parse_header, tflite_metadata
+from .tflite_check import check_tflite_structure
 from .graph_rules import BATCH, Widths, atoms, precision_kinds, refusal
 
 FULLY_CONNECTED, FULLY_CONNECTED_OPTIONS = 9, 8  # BuiltinOperator, BuiltinOptions
@@ -64,7 +65,7 @@ def _check(data: bytes, header: Header, source: str) -> None:
         raise refusal(source, "its tensors", f"{len(tables)}, more than {MAX_TENSORS}")
     constants = [bool(fb.buffer(data, b)) for b in fb.tables(data, model, 4)]
     tensors = [_tensor(data, t, i, constants, source) for i, t in enumerate(tables)]
-    inputs, outputs = _ints(data, subgraph, 1), _ints(data, subgraph, 2)
+    inputs, outputs = fb.ints(data, subgraph, 1), fb.ints(data, subgraph, 2)
     if len(inputs) != 1 or len(outputs) != 1:
         raise refusal(source, "its inputs and outputs", f"{len(inputs)} input(s), {len(outputs)} "
                       "output(s); lastedge's graphs have one of each")
@@ -88,8 +89,8 @@ def _tensor(data: bytes, tensor: int, index: int, constants: list[bool],
     """(shape with ``BATCH`` first for a block of rows, type, whether it is a constant)."""
     if fb.scalar(data, tensor, 5, "<B") or any(fb.field(data, tensor, f) is not None for f in (6, 9)):
         raise refusal(source, f"tensor {index}", "a variable, sparse or variant tensor")
-    shape = _ints(data, tensor, 0)
-    signature = _ints(data, tensor, 7)
+    shape = fb.ints(data, tensor, 0)
+    signature = fb.ints(data, tensor, 7)
     constant = constants[fb.scalar(data, tensor, 2, "<I")]
     if signature and (len(signature) != len(shape) or any(
             s != d for s, d in zip(signature[1:], shape[1:])) or signature[0] not in (-1, shape[0])):
@@ -106,7 +107,7 @@ def _widths(data: bytes, operators: list[int], tensors: list, rows: int, header:
         raise refusal(source, f"input tensor {rows}", f"shape {list(shape)}; lastedge's graphs take "
                       "rows [batch, n_features]")
     n_features = shape[1]
-    first = _ints(data, operators[0], 1) if operators else []
+    first = fb.ints(data, operators[0], 1) if operators else []
     candidates = {tensors[first[1]][0][0]} if len(first) > 1 and len(tensors[first[1]][0]) == 2 else set()
     largest = max([1, *(math.prod(s) for s, _, constant in tensors if constant)])
     return Widths(n_features, atoms(header, candidates, source), header.n_outputs, largest)
@@ -123,7 +124,7 @@ def _follow(data: bytes, operators: list[int], tensors: list, rows: int, widths:
         if any(fb.field(data, operator, f) is not None for f in UNUSED_OPERATOR_FIELDS):
             raise refusal(source, where, "custom options, variables or intermediates")
         _check_options(data, operator, index, where, source)
-        ins, outs = _ints(data, operator, 1), _ints(data, operator, 2)
+        ins, outs = fb.ints(data, operator, 1), fb.ints(data, operator, 2)
         if len(ins) not in (2, 3) or len(outs) != 1 or ins[0] != current:
             raise refusal(source, where, f"inputs {ins} and outputs {outs}; expected the previous "
                           f"result {current}, weights and bias")
@@ -154,7 +155,7 @@ def _check_types(operators: list[int], data: bytes, tensors: list, header: Heade
     """The rows', weights' and biases' types are those of a precision the metadata allows."""
     kinds = precision_kinds(header, source)
     for index, operator in enumerate(operators):
-        ins, outs = _ints(data, operator, 1), _ints(data, operator, 2)
+        ins, outs = fb.ints(data, operator, 1), fb.ints(data, operator, 2)
         found = [tensors[i][1] for i in (*ins, *outs) if i >= 0]
         expected = {kind: [rows, weights] + [bias] * (len(found) - 3) + [rows]
                     for kind, (rows, weights, bias) in TYPES.items() if kind in kinds}
@@ -163,7 +164,17 @@ def _check_types(operators: list[int], data: bytes, tensors: list, header: Heade
                           f"metadata allows {' or '.join(f'{k} {v}' for k, v in expected.items())}")
 
 
-def _ints(data: bytes, table: int, index: int) -> list[int]:
-    start, length = fb.vector(data, table, index, 4)
-    return list(struct.unpack_from(f"<{length}i", data, start)) if length else []
 
+def checked_tflite_header(content: bytes, path: str, trust: bool = False) -> Header:
+    """The ``lastedge`` header of ``.tflite`` bytes read from ``path``, after the structure check
+    and, unless ``trust``, the graph check: what ``load`` and ``inspect`` both run before reading
+    anything else. Raises ``ValueError`` naming ``path`` and the problem."""
+    try:
+        metadata = tflite_metadata(content)
+        check_tflite_structure(content)
+    except ValueError as err:
+        raise ValueError(f"{path}: {err}") from None
+    header = parse_header(metadata, path)
+    if not trust:
+        check_tflite_graph(content, header, path)
+    return header

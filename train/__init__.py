@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 _EXPORTS = {
     "KMeansCentroidClassifier": ".centroids",
     "LASTClassifier": ".last",
+    "LASTClassifierCV": ".model_search",
     "SGDSoftThresholdClassifier": ".sgd",
     "SoftThresholdEncoderSVM": ".baselines",
     "SparseCodingSVM": ".sparse_coding",
@@ -42,5 +43,6 @@ if TYPE_CHECKING:  # static analysers and IDEs see the names eagerly
     from .curves import plot_training_curve as plot_training_curve
     from .curves import training_curve as training_curve
     from .last import LASTClassifier as LASTClassifier
+    from .model_search import LASTClassifierCV as LASTClassifierCV
     from .sgd import SGDSoftThresholdClassifier as SGDSoftThresholdClassifier
     from .sparse_coding import SparseCodingSVM as SparseCodingSVM

@@ -78,7 +78,7 @@ def test_quick_runs_merge_into_one_table_and_plot(shared_vs_ovr, tmp_path, capsy
 
 
 @pytest.mark.slow
-def test_several_seeds_run_in_fresh_processes_and_are_summarised(shared_vs_ovr, tmp_path, capsys):
+def test_several_seeds_run_in_joblib_workers_and_are_summarised(shared_vs_ovr, tmp_path, capsys):
     _write_usps_like(tmp_path)
     out = tmp_path / "seeds.json"
     assert shared_vs_ovr.main(["--quick", "--datasets", "usps", "--data", str(tmp_path), "--total-atoms", "100",

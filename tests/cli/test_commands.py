@@ -191,6 +191,31 @@ def test_train_chooses_mu_on_a_hold_out(run, capsys, tmp_path):
     assert "choosing mu: 2 candidates, 1 split(s) each" in err and "candidate 2/2 mu=1.0: held-out accuracy" in err
 
 
+@pytest.mark.slow
+def test_train_jobs_fits_the_mu_grid_in_processes_with_the_serial_choice(run, capsys, tmp_path):
+    selections = []
+    for jobs in ("1", "2"):
+        code, out, err = run("train", "--data", "digits", *TINY, "--mu", "0,1,10", "--jobs", jobs, "--json",
+                             "--out", tmp_path / f"m{jobs}.npz")
+        assert code == 0, err
+        selections.append(json.loads(out)["selection"])
+    assert selections[0] == selections[1]
+
+
+@pytest.mark.slow
+def test_train_cluster_fits_the_mu_grid_on_dask_or_says_it_cannot_reach_it(run, capsys, tmp_path):
+    distributed = pytest.importorskip("distributed")
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, dashboard_address=None) as cluster:
+        code, out, err = run("train", "--data", "digits", *TINY, "--mu", "0,1,10", "--cluster",
+                             cluster.scheduler_address, "--json", "--out", tmp_path / "m.npz")
+    assert code == 0, err
+    assert [row["mu"] for row in json.loads(out)["selection"]["candidates"]] == [0, 1, 10]
+    code, out, err = run("train", "--data", "digits", *TINY, "--mu", "0,1", "--cluster", "tcp://127.0.0.1:9",
+                         "--out", tmp_path / "n.npz")
+    assert code != 0 and "--cluster: cannot reach the Dask scheduler at tcp://127.0.0.1:9" in err
+    assert len(err.strip().splitlines()) == 1 and not (tmp_path / "n.npz").exists()
+
+
 def test_train_chooses_a_shared_models_mu_on_a_hold_out_and_inspect_shows_it(run, capsys, tmp_path):
     code, out, err = run("train", "--data", "digits", *TINY, "--atoms", "20", "--multiclass", "shared",
                          "--mu", "0,0.5", "--out", tmp_path / "s.npz")

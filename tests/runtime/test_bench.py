@@ -18,7 +18,7 @@ ROW_KEYS = {"schema", "file", "file_size_bytes", "backend", "precision", "thread
             "batches", "peak_rss_mib", "machine"}
 BATCH_KEYS = {"batch_size", "warmup_mean_us", "count", "mean_us", "std_us", "min_us", "max_us",
               "p50_us", "p90_us", "p95_us", "p99_us", "throughput_per_s"}
-MACHINE_KEYS = {"cpu", "cores", "usable_cores", "machine", "os", "python", "int8_dot_product",
+MACHINE_KEYS = {"cpu", "emulated", "cores", "usable_cores", "machine", "os", "python", "int8_dot_product",
                 "numpy", "onnxruntime", "litert", "tflite_runtime"}
 
 

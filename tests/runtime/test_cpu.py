@@ -50,3 +50,36 @@ def test_cpu_model_names_a_pi_by_its_board(monkeypatch):
 ])
 def test_signed_weights_saturate_on_x86_without_vnni_only(cpuinfo, machine, expected):
     assert signed_weights_saturate(cpuinfo, machine) is expected
+
+
+# --- emulation: QEMU user mode shows an Arm process the x86 host's /proc/cpuinfo -----------------
+
+@pytest.mark.parametrize("cpuinfo, machine, expected", [
+    (X86_AVX2, "aarch64", "host CPU x86 seen from an aarch64 process"),
+    (X86_AVX2.replace("fma", "fma lm"), "armv7l", "host CPU x86_64 seen from an armv7l process"),
+    (PI5, "x86_64", "host CPU Arm seen from an x86_64 process"),
+    (X86_AVX2, "x86_64", None), (PI4, "aarch64", None), (PI3_32BIT, "armv7l", None), (PI5, "arm64", None),
+    (None, "aarch64", None), ("processor\t: 0\n", "aarch64", None),  # cannot tell
+    (X86_AVX2, "riscv64", None),  # a machine of neither family: not judged
+])
+def test_emulation_is_a_cpuinfo_of_another_architecture(cpuinfo, machine, expected):
+    assert cpu_module.emulation(cpuinfo, machine) == expected
+
+
+def test_bench_marks_an_emulated_cpu_and_claims_no_dot_product(monkeypatch):
+    """Under QEMU, bench's first line named the x86 host with "int8 dot product: yes"."""
+    from lastedge.runtime.bench import format_table
+
+    monkeypatch.setattr(cpu_module, "_read", lambda path: X86_VNNI.replace("processor\t: 0\n",
+                        "processor\t: 0\nmodel name\t: Intel Xeon\n") if path == "/proc/cpuinfo" else None)
+    monkeypatch.setattr(cpu_module.platform, "machine", lambda: "aarch64")
+    machine = cpu_module.machine_info()
+    assert machine["emulated"] is True and machine["int8_dot_product"] is None
+    assert machine["cpu"] == "Intel Xeon (emulated: host CPU x86 seen from an aarch64 process)"
+    row = {"machine": machine, "peak_rss_mib": 10.0, "batches": []}
+    assert format_table([row]).startswith(
+        "Intel Xeon (emulated: host CPU x86 seen from an aarch64 process) (") and \
+        "int8 dot product: unknown" in format_table([row])
+    monkeypatch.setattr(cpu_module.platform, "machine", lambda: "x86_64")  # the same text, natively
+    machine = cpu_module.machine_info()
+    assert (machine["cpu"], machine["emulated"], machine["int8_dot_product"]) == ("Intel Xeon", False, True)

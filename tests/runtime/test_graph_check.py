@@ -49,6 +49,27 @@ def test_every_onnx_file_the_exporter_writes_passes(tmp_path, precision):
         assert predictor.decision_function(X[:3]).shape[0] == 3
 
 
+def test_a_dynamic_onnx_file_of_a_digits_sized_model_loads(tmp_path):
+    """onnxruntime's dynamic quantizer marks larger tensors data_location DEFAULT (field 14): the
+    check refused every dynamic ONNX file of a 400-atom model; EXTERNAL data stays refused."""
+    pytest.importorskip("onnx")
+    import onnx
+
+    from lastedge.export import to_onnx
+
+    rng = np.random.default_rng(0)
+    model = Model(rng.normal(size=(64, 400)) / 8, rng.normal(size=(400, 10)), np.arange(10), 1.0,
+                  Preprocess("none"))
+    path = to_onnx(model, tmp_path / "d.onnx", precision="int8-dynamic")
+    proto = onnx.load(path)
+    assert any(t.HasField("data_location") for t in proto.graph.initializer)
+    assert load(path).decision_function(rng.normal(size=(3, 64))).shape == (3, 10)
+    tensor = next(t for t in proto.graph.initializer if t.HasField("data_location"))
+    tensor.data_location = onnx.TensorProto.EXTERNAL
+    with pytest.raises(ValueError, match="has its data in another file"):
+        check_onnx_graph(proto.SerializeToString(), "external.onnx")
+
+
 @pytest.mark.parametrize("options", [{"precision": "fp32"}, {"precision": "int8"},
                                      {"precision": "int8", "per_channel": True}, {"precision": "int8-dynamic"}],
                          ids=["fp32", "int8", "int8-channels", "dynamic"])

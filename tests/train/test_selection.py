@@ -130,3 +130,30 @@ def test_lastclassifier_chooses_among_integer_dca_iterations():
         best, candidates = choose_params(estimator, {"max_dca_iter": [2, 1]}, X, y, holdout_split(0.25, 0))
     assert type(best["max_dca_iter"]) is int
     assert [params["max_dca_iter"] for params, _ in candidates] == [1, 2]
+
+
+# ------------------------------------------------------------------- joblib
+def test_n_jobs_fits_through_joblib_and_gives_the_serial_result():
+    X, y = rows()
+    grid = {"mu": [0, 1, 10], "nu": [0, 2]}
+    serial = choose_params(RightOnlyAtOneMu(good=1.0, good_nu=2), grid, X, y, cv=3)
+    threads = choose_params(RightOnlyAtOneMu(good=1.0, good_nu=2), grid, X, y, cv=3, n_jobs=2)
+    assert threads == serial and serial[0] == {"mu": 1, "nu": 2}
+
+
+def test_a_monitor_with_n_jobs_trims_the_result_where_it_stops():
+    X, y = rows()
+    seen = []
+    best, scored = choose_params(RightOnlyAtOneMu(good=10.0), {"mu": [0, 1, 10]}, X, y, cv=2, n_jobs=2,
+                                 monitor=lambda k, fitted: seen.append(fitted.mu) or k == 1)
+    assert seen == [0, 1] and [params["mu"] for params, _ in scored] == [0, 1] and best == {"mu": 0}
+
+
+def test_gridsearchcv_fits_lastclassifier():
+    from sklearn.model_selection import GridSearchCV
+    X, y = make_classification(n_samples=90, n_features=6, n_informative=4, n_classes=3, random_state=0)
+    estimator = LASTClassifier(n_atoms=2, max_dca_iter=2, inner_iter=10, verbose=0, random_state=0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # ConvergenceWarning: 2 DCA iterations cannot converge
+        search = GridSearchCV(estimator, {"mu": [0.0, 1.0]}, cv=2, n_jobs=2).fit(X, y)
+    assert search.best_params_["mu"] in (0.0, 1.0) and search.score(X, y) > 1 / 3

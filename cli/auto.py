@@ -1,0 +1,65 @@
+"""``lastedge train --auto``: choose LAST's preprocessing and weight decay on a hold-out of the
+training rows within a time budget, as :class:`lastedge.train.LASTClassifierCV` does, then refit.
+
+Settings given explicitly are fixed, not searched: ``--preprocess P`` keeps P, ``--mu M`` keeps M
+and ``--mu A,B,...`` searches those values only.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from typing import Any
+
+from .holdout import StopOnInterrupt, choose_on_holdout
+
+AUTO_PREPROCESS = ["l2", "standardize"]  # lastedge.train.model_search.DEFAULT_PREPROCESS
+AUTO_MU = [0.0, 0.1, 1.0, 10.0]  # lastedge.train.model_search.DEFAULT_MU
+DEFAULT_TIME_BUDGET = 60.0
+
+
+def add_auto_options(p: argparse.ArgumentParser) -> None:
+    """``--auto`` and ``--time-budget``."""
+    p.add_argument("--auto", action="store_true",
+                   help="LAST only: choose --preprocess among l2/standardize and --mu among 0/0.1/1/10 "
+                        "on 10%% of the training rows (settings given explicitly are kept, not searched), "
+                        "then refit the best on all rows")
+    p.add_argument("--time-budget", type=float, default=None, metavar="S",
+                   help=f"--auto: start no further candidate after S seconds, keep the best so far "
+                        f"(default {DEFAULT_TIME_BUDGET:g})")
+
+
+def auto_grid(args: argparse.Namespace) -> dict[str, list[Any]]:
+    """The ``--auto`` search space: the defaults, less what the command line fixed."""
+    return {"mu": list(args.mu) if args.mu else list(AUTO_MU),
+            "preprocess": [args.preprocess] if args.preprocess else list(AUTO_PREPROCESS)}
+
+
+def choose_auto(estimator: Any, args: argparse.Namespace, data: Any) -> dict[str, Any] | None:
+    """The ``--auto`` hold-out choice (see :func:`~.holdout.choose_on_holdout`), stopped after the
+    candidate under way when the time budget is spent (``"over_budget"`` lists those not fitted) or
+    on Ctrl-C (``"skipped"``); None when a second Ctrl-C stopped it before any refit."""
+    if args.method != "last":
+        raise ValueError("--auto applies to --method last only")
+    budget = DEFAULT_TIME_BUDGET if args.time_budget is None else args.time_budget
+    if not budget > 0:
+        raise ValueError(f"--time-budget must be positive seconds, got {args.time_budget}")
+    grid_stop = StopOnInterrupt("stopping the search after this candidate fit, then fitting the best so far "
+                                "on all rows", estimator.verbose)
+    started = time.perf_counter()
+
+    def monitor(k: int, fitted: Any) -> bool:
+        return grid_stop(k, fitted) or time.perf_counter() - started >= budget
+
+    try:
+        with grid_stop.installed():
+            selection = choose_on_holdout(estimator, auto_grid(args), data.X_train, data.y_train, args.seed,
+                                          monitor=monitor)
+    except KeyboardInterrupt:
+        print("lastedge train: interrupted during the --auto search: nothing trained", file=sys.stderr)
+        return None
+    if "skipped" in selection and not grid_stop.requested:
+        selection["over_budget"] = selection.pop("skipped")
+    selection["time_budget_s"] = budget
+    return selection

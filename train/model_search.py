@@ -1,0 +1,145 @@
+"""LASTClassifierCV: LAST with its preprocessing and weight decay chosen on held-out training rows.
+
+Modelled on scikit-learn's ``LogisticRegressionCV``: the candidates are scored with
+:func:`lastedge.train.selection.choose_params` (one stratified hold-out by default, for speed), the
+search stops when ``time_budget`` seconds are spent, and the best settings are refitted on all rows
+as ``best_estimator_``, the LASTClassifier that lastedge saves and exports.
+"""
+
+from __future__ import annotations
+
+import inspect
+import time
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+from sklearn.base import BaseEstimator, ClassifierMixin
+from sklearn.utils.multiclass import check_classification_targets
+from sklearn.utils.validation import check_is_fitted, validate_data
+
+from lastedge.runtime.preprocess import KINDS
+
+from .last import LASTClassifier
+from .selection import choose_params, holdout_split
+
+DEFAULT_PREPROCESS = ("l2", "standardize")
+DEFAULT_MU = (0.0, 0.1, 1.0, 10.0)
+
+
+class LASTClassifierCV(ClassifierMixin, BaseEstimator):
+    """LASTClassifier whose ``preprocess`` and ``mu`` are chosen on a hold-out, then refitted.
+
+    Parameters
+    ----------
+    n_atoms : int
+        Atoms per head (fixed, not searched).
+    multiclass : str
+        ``"ovr"`` or ``"shared"`` (fixed, not searched).
+    preprocess : sequence of str
+        Candidate preprocessings, tried in this order for each ``mu``.
+    mu : sequence of float
+        Candidate weight decays, tried in this order (the first with every preprocessing first).
+    cv : int, splitter or None
+        Folds or splitter; None holds out ``holdout_fraction`` of the rows once (stratified).
+    holdout_fraction : float
+        Share of the rows held out when ``cv`` is None.
+    time_budget : float or None
+        Seconds after which no further candidate is started; the best scored so far is kept.
+    estimator_params : dict or None
+        Further LASTClassifier parameters shared by every candidate (e.g. ``max_dca_iter``).
+    random_state : int or None
+        Seed of the hold-out split and of every fit.
+    n_jobs : int or None
+        Passed to ``choose_params`` when it accepts ``n_jobs``.
+    verbose : int
+        Prints a line per candidate when positive.
+    """
+
+    def __init__(self, n_atoms: int = 100, *, multiclass: str = "ovr",
+                 preprocess: Sequence[str] = DEFAULT_PREPROCESS, mu: Sequence[float] = DEFAULT_MU,
+                 cv: Any = None, holdout_fraction: float = 0.2, time_budget: float | None = None,
+                 estimator_params: Mapping[str, Any] | None = None, random_state: int | None = None,
+                 n_jobs: int | None = None, verbose: int = 0):
+        self.n_atoms = n_atoms
+        self.multiclass = multiclass
+        self.preprocess = preprocess
+        self.mu = mu
+        self.cv = cv
+        self.holdout_fraction = holdout_fraction
+        self.time_budget = time_budget
+        self.estimator_params = estimator_params
+        self.random_state = random_state
+        self.n_jobs = n_jobs
+        self.verbose = verbose
+
+    def candidates(self) -> list[dict[str, Any]]:
+        """The settings in the order they are tried: mu in the given order (the cheapest, 0, first by
+        default), each preprocessing in turn for each; ``lastedge train --auto`` tries them so too."""
+        self._check_space()
+        return [{"preprocess": p, "mu": float(m)} for m in self.mu for p in self.preprocess]
+
+    def fit(self, X: Any, y: Any) -> LASTClassifierCV:
+        """Score the candidates on the hold-out within ``time_budget``, then refit the best on all rows."""
+        X, y = validate_data(self, X, y)
+        check_classification_targets(y)
+        self._check_space()
+        base = self._base_estimator()
+        cv = holdout_split(self.holdout_fraction, self.random_state) if self.cv is None else self.cv
+        extra = {"n_jobs": self.n_jobs} if "n_jobs" in inspect.signature(choose_params).parameters else {}
+        started, results = time.perf_counter(), []
+        for params in self.candidates():
+            if results and self.time_budget is not None and time.perf_counter() - started >= self.time_budget:
+                break
+            t0 = time.perf_counter()
+            _, scored = choose_params(base, {k: [v] for k, v in params.items()}, X, y, cv,
+                                      verbose=max(self.verbose - 1, 0), **extra)
+            results.append({"params": params, "score": scored[0][1], "fit_time": time.perf_counter() - t0})
+            if self.verbose:
+                print(f"preprocess={params['preprocess']} mu={params['mu']}: held-out accuracy "
+                      f"{results[-1]['score']:.4f} ({results[-1]['fit_time']:.1f} s)")
+        best = max(results, key=lambda result: result["score"])  # max keeps the first of equals
+        self.cv_results_ = results
+        self.best_params_ = dict(best["params"])
+        self.best_score_ = best["score"]
+        self.best_estimator_ = base.set_params(**self.best_params_).fit(X, y)
+        self.classes_ = self.best_estimator_.classes_
+        return self
+
+    def predict(self, X: Any) -> np.ndarray:
+        """Classes predicted by the refitted ``best_estimator_``."""
+        check_is_fitted(self, "best_estimator_")
+        return self.best_estimator_.predict(X)
+
+    def decision_function(self, X: Any) -> np.ndarray:
+        """Scores of the refitted ``best_estimator_``."""
+        check_is_fitted(self, "best_estimator_")
+        return self.best_estimator_.decision_function(X)
+
+    def to_model(self) -> Any:
+        """The refitted ``best_estimator_`` as a ``lastedge.runtime.Model``: what is saved and exported."""
+        check_is_fitted(self, "best_estimator_")
+        return self.best_estimator_.to_model()
+
+    def _base_estimator(self) -> LASTClassifier:
+        """The LASTClassifier every candidate starts from (fixed settings only)."""
+        extra = dict(self.estimator_params or {})
+        fixed = {"n_atoms", "multiclass", "preprocess", "mu", "random_state"} & set(extra)
+        if fixed:
+            raise ValueError(f"estimator_params must not set {sorted(fixed)}: they are LASTClassifierCV's own")
+        return LASTClassifier(n_atoms=self.n_atoms, multiclass=self.multiclass, random_state=self.random_state,
+                              verbose=0, **extra)
+
+    def _check_space(self) -> None:
+        """ValueError naming a bad search space or budget."""
+        if isinstance(self.preprocess, str) or not len(self.preprocess):
+            raise ValueError(f"preprocess must be a non-empty sequence of {KINDS}, got {self.preprocess!r}")
+        unknown = [p for p in self.preprocess if p not in KINDS]
+        if unknown:
+            raise ValueError(f"preprocess candidates {unknown} are not among {KINDS}")
+        if isinstance(self.mu, str) or not len(self.mu) or any(float(m) < 0 for m in self.mu):
+            raise ValueError(f"mu must be a non-empty sequence of non-negative numbers, got {self.mu!r}")
+        if self.time_budget is not None and not self.time_budget > 0:
+            raise ValueError(f"time_budget must be positive seconds or None, got {self.time_budget!r}")
+        if not 0 < self.holdout_fraction < 1:
+            raise ValueError(f"holdout_fraction must be in (0, 1), got {self.holdout_fraction!r}")
