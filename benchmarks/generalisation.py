@@ -112,6 +112,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--time-limit", type=float, help="seconds after which no further fit starts")
     parser.add_argument("--data", type=Path, default=DEFAULT_DATA, help="folder of the texture/USPS/MNIST/CIFAR files")
     parser.add_argument("--out", type=Path, help="write the fits and the summary as JSON")
+    parser.add_argument("--add-to", type=Path, help="an earlier run's --out JSON: its fits join this run's "
+                        "(e.g. other methods on the same tasks and seeds)")
     parser.add_argument("--plot", type=Path, help="write accuracy against MACs as a PNG")
     args = parser.parse_args(argv)
     args.tasks = args.tasks or list(QUICK_TASKS if args.quick else TASKS)
@@ -145,8 +147,14 @@ def main(argv: list[str] | None = None) -> list[dict[str, Any]]:
     """Run the suite, print the table; return the summary rows."""
     args = parse_args(argv)
     rows = run(args)
+    methods = list(args.methods)
+    if args.add_to:
+        rerun = {(r["task"], r["method"], r["seed"]) for r in rows}
+        earlier = json.loads(args.add_to.read_text())["rows"]
+        rows = [r for r in earlier if (r["task"], r["method"], r["seed"]) not in rerun] + rows
+        methods = [m for m in METHODS if any(r["method"] == m for r in rows)]
     summary = summarise(rows)
-    print(markdown(summary, args.methods))
+    print(markdown(summary, methods))
     skipped = sum(r["accuracy"] is None for r in rows)
     if skipped:
         print(f"\n{skipped} of {len(rows)} fits not run: --time-limit {args.time_limit:g} s reached")
