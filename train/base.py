@@ -19,6 +19,7 @@ from lastedge.runtime.model import FLOAT32_MAX, check_input, in_row_blocks
 
 from . import problem
 from .objective import atom_votes
+from .settings import AUTO_MU
 from .params import (BOOLEAN, COMMON_CONSTRAINTS, DEVICE, POSITIVE_FLOAT32, STEP_SIZES, THREADS, Interval,
                      check_params, integers, python_scalar)
 
@@ -260,6 +261,15 @@ def scaled_rows(Z: np.ndarray, row_scale: float) -> np.ndarray:
     """``Z / row_scale`` (float32, divided in float64: ``1 / row_scale`` may be beyond float32),
     or ``Z`` itself for a scale of 1."""
     return Z if row_scale == 1.0 else (Z.astype(np.float64) / row_scale).astype(np.float32)
+
+
+def training_mu(mu: float | str, Z: np.ndarray, row_scale: float) -> float:
+    """The weight decay on the training rows ``Z`` (the rows as given divided by ``row_scale``):
+    ``mu="auto"`` is ``settings.AUTO_MU`` times their mean squared norm (0.1 on unit-norm rows; the
+    same classifier for rows of any scale), a number is :func:`rescaled_mu`'s."""
+    if isinstance(mu, str) and mu == "auto":
+        return AUTO_MU * root_mean_square_norm(Z) ** 2
+    return rescaled_mu(mu, row_scale)
 
 
 def rescaled_mu(mu: float, row_scale: float) -> float:
