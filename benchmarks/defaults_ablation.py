@@ -41,6 +41,7 @@ VARIANTS: dict[str, dict[str, Any]] = {
     "adam-fixed-0.01": {"params": {"step_sizes": (0.01,)}, "settings": {"fixed_step": True}},
     "dca-30x300-fixed": {"params": {"step_sizes": (0.01,), "max_dca_iter": 30, "tol": 0.0},
                          "settings": {"fixed_step": True}},
+    "adam-1000": {"params": {"inner_iter": 1000}},
     "tol-0": {"params": {"tol": 0.0}},
     "iter-10": {"params": {"max_dca_iter": 10}},
     "early-stopping": {"params": {"early_stopping": True}},
@@ -159,11 +160,12 @@ def against_default(rows: list[dict[str, Any]]) -> str:
     lines = ["| variant | tasks | mean gain over default (points) | better / worse beyond 1 s.e. |",
              "|---|---|---|---|"]
     test = {(r["task"], r["variant"], r["seed"]): r["test"] for r in rows}
+    seeds = sorted({r["seed"] for r in rows})
     for variant in dict.fromkeys(r["variant"] for r in rows if r["variant"] != "default"):
         gains, better, worse = [], 0, 0
         for task in dict.fromkeys(r["task"] for r in rows if r["variant"] == variant):
-            diff = np.array([test[(task, variant, s)] - test[(task, "default", s)] for s in
-                             sorted({r["seed"] for r in rows}) if (task, "default", s) in test and (task, variant, s) in test])
+            diff = np.array([test[(task, variant, s)] - test[(task, "default", s)] for s in seeds
+                             if (task, "default", s) in test and (task, variant, s) in test])
             if not len(diff):
                 continue
             se = diff.std(ddof=1) / np.sqrt(len(diff)) if len(diff) > 1 else 0.0

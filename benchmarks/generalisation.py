@@ -30,7 +30,8 @@ from generalisation_tasks import DEFAULT_DATA, TASKS, load
 from lastedge.runtime.writing import write_atomically
 from lastedge.train import LASTClassifier, LASTClassifierCV, SGDSoftThresholdClassifier
 
-METHODS = ("last", "last-cv", "sgd", "mlp", "svm-rbf", "svm-linear")
+# "last-mu0": the paper's objective (mu = 0), LASTClassifier's default before issue 55
+METHODS = ("last", "last-mu0", "last-cv", "sgd", "mlp", "svm-rbf", "svm-linear")
 QUICK_TASKS = ("moons", "circles")
 
 
@@ -48,17 +49,19 @@ class Budget:
     svm_grid: dict[str, list]
 
     @classmethod
-    def of(cls, quick: bool, sgd_iter: int | None) -> Budget:
+    def of(cls, quick: bool, sgd_iter: int | None, cv_time_budget: float | None = None) -> Budget:
         if quick:
-            return cls({"max_dca_iter": 5, "inner_iter": 100}, {"mu": (0.0, 1.0), "time_budget": 5.0},
+            return cls({"max_dca_iter": 5, "inner_iter": 100}, {"mu": (0.0, 1.0), "time_budget": cv_time_budget or 5.0},
                        sgd_iter or 1000, {"C": [1, 10], "gamma": ["scale"]})
-        return cls({}, {}, sgd_iter or 250_000, {"C": [0.1, 1, 10, 100], "gamma": ["scale", 0.01, 0.1, 1]})
+        return cls({}, {"time_budget": cv_time_budget}, sgd_iter or 250_000,
+                   {"C": [0.1, 1, 10, 100], "gamma": ["scale", 0.01, 0.1, 1]})
 
 
 def build(method: str, n_atoms: int, seed: int, budget: Budget) -> Any:
     """The estimator of ``method`` (atoms per head, or the MLP's width, ``n_atoms``)."""
-    if method == "last":
-        return LASTClassifier(n_atoms=n_atoms, random_state=seed, verbose=0, **budget.last)
+    if method in ("last", "last-mu0"):
+        mu = {"mu": 0.0} if method == "last-mu0" else {}
+        return LASTClassifier(n_atoms=n_atoms, random_state=seed, verbose=0, **mu, **budget.last)
     if method == "last-cv":
         return LASTClassifierCV(n_atoms=n_atoms, random_state=seed, estimator_params=budget.last or None,
                                 **budget.last_cv)
@@ -109,16 +112,19 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--atoms", type=int, default=50, help="atoms per head (N); the MLP's width")
     parser.add_argument("--quick", action="store_true", help="short fits and a small SVM grid: a plumbing check")
     parser.add_argument("--sgd-iter", type=int, help="SGD baseline's max_iter (default: its own, 250000)")
+    parser.add_argument("--cv-time-budget", type=float, help="LASTClassifierCV's time_budget in seconds "
+                        "(default: none, every candidate)")
     parser.add_argument("--time-limit", type=float, help="seconds after which no further fit starts")
     parser.add_argument("--data", type=Path, default=DEFAULT_DATA, help="folder of the texture/USPS/MNIST/CIFAR files")
     parser.add_argument("--out", type=Path, help="write the fits and the summary as JSON")
-    parser.add_argument("--add-to", type=Path, help="an earlier run's --out JSON: its fits join this run's "
-                        "(e.g. other methods on the same tasks and seeds)")
+    parser.add_argument("--tables-from", nargs="+", type=Path, metavar="JSON",
+                        help="no fits: the table and plot of earlier runs' --out files joined (e.g. runs of "
+                             "different methods; a later file's fit of the same task, method and seed wins)")
     parser.add_argument("--plot", type=Path, help="write accuracy against MACs as a PNG")
     args = parser.parse_args(argv)
     args.tasks = args.tasks or list(QUICK_TASKS if args.quick else TASKS)
     args.seeds = args.seeds if args.seeds is not None else 1 if args.quick else 3
-    for name in ("seeds", "atoms", "sgd_iter", "time_limit"):
+    for name in ("seeds", "atoms", "sgd_iter", "time_limit", "cv_time_budget"):
         value = getattr(args, name)
         if value is not None and value <= 0:
             parser.error(f"--{name.replace('_', '-')} must be positive")
@@ -127,8 +133,10 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 
 def run(args: argparse.Namespace) -> list[dict[str, Any]]:
     """Every (seed, task, method) fit, seeds outermost; after ``time_limit`` the rest are recorded
-    as not run (accuracy None)."""
-    budget, start, rows = Budget.of(args.quick, args.sgd_iter), time.perf_counter(), []
+    as not run (accuracy None). None with ``--tables-from``."""
+    if args.tables_from:
+        return []
+    budget, start, rows = Budget.of(args.quick, args.sgd_iter, args.cv_time_budget), time.perf_counter(), []
     for seed in range(args.seeds):
         for task in args.tasks:
             split = None
@@ -146,21 +154,19 @@ def run(args: argparse.Namespace) -> list[dict[str, Any]]:
 def main(argv: list[str] | None = None) -> list[dict[str, Any]]:
     """Run the suite, print the table; return the summary rows."""
     args = parse_args(argv)
-    rows = run(args)
-    methods = list(args.methods)
-    if args.add_to:
-        rerun = {(r["task"], r["method"], r["seed"]) for r in rows}
-        earlier = json.loads(args.add_to.read_text())["rows"]
-        rows = [r for r in earlier if (r["task"], r["method"], r["seed"]) not in rerun] + rows
+    rows, methods = run(args), list(args.methods)
+    if args.tables_from:
+        joined = {(r["task"], r["method"], r["seed"]): r for path in args.tables_from
+                  for r in json.loads(path.read_text())["rows"]}
+        rows = list(joined.values())
         methods = [m for m in METHODS if any(r["method"] == m for r in rows)]
     summary = summarise(rows)
     print(markdown(summary, methods))
     skipped = sum(r["accuracy"] is None for r in rows)
     if skipped:
-        print(f"\n{skipped} of {len(rows)} fits not run: --time-limit {args.time_limit:g} s reached")
+        print(f"\n{skipped} of {len(rows)} fits not run: the --time-limit was reached")
     if args.out:
-        text = json.dumps({"args": {k: str(v) if isinstance(v, Path) else v for k, v in vars(args).items()},
-                           "rows": rows, "summary": summary}, indent=1)
+        text = json.dumps({"args": vars(args), "rows": rows, "summary": summary}, indent=1, default=str)
         write_atomically(args.out, lambda file: file.write(text.encode()))
     if args.plot:
         from figures import accuracy_against_macs

@@ -79,3 +79,15 @@ def test_texture_and_synthetic_tasks_are_listed(import_benchmark):
     assert len(tasks) >= 12
     assert {"moons", "circles", "digits", "usps", "mnist-sub", "cifar-deer-horse"} <= set(tasks)
     assert sum(name.endswith("-eq") for name in tasks) >= 2
+
+
+def test_tables_from_joins_runs_without_fitting(import_benchmark, tmp_path, capsys, monkeypatch):
+    generalisation = import_benchmark("generalisation")
+    monkeypatch.setattr(generalisation, "run_one", lambda *args: pytest.fail("fitted"))
+    first, second = tmp_path / "a.json", tmp_path / "b.json"
+    first.write_text(json.dumps({"rows": [fit("moons", "sgd", 0, 80.0), fit("moons", "last", 0, 70.0)]}))
+    second.write_text(json.dumps({"rows": [fit("moons", "last", 0, 85.0), fit("moons", "mlp", 0, None)]}))
+    summary = generalisation.main(["--tables-from", str(first), str(second)])
+    assert {s["method"]: s["accuracy"] for s in summary} == {"sgd": 80.0, "last": 85.0, "mlp": None}
+    out = capsys.readouterr().out
+    assert "| task | last | sgd | mlp |" in out and "1 of 3 fits not run" in out
