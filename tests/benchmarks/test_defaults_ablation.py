@@ -38,13 +38,13 @@ def row(task, variant, seed, test):
 
 def test_gain_over_default_counts_tasks_beyond_one_standard_error(import_benchmark, tmp_path):
     ablation = import_benchmark("defaults_ablation")
-    rows = [row("a", "default", 0, 80.0), row("a", "default", 1, 82.0), row("a", "lbfgs", 0, 84.0),
+    rows = [row("a", "former-default", 0, 80.0), row("a", "former-default", 1, 82.0), row("a", "lbfgs", 0, 84.0),
             row("a", "lbfgs", 1, 86.0),  # +4, no spread: better
-            row("b", "default", 0, 90.0), row("b", "default", 1, 90.0), row("b", "lbfgs", 0, 89.0),
+            row("b", "former-default", 0, 90.0), row("b", "former-default", 1, 90.0), row("b", "lbfgs", 0, 89.0),
             row("b", "lbfgs", 1, 92.0)]  # +0.5 with s.e. 1.5: neither
     path = tmp_path / "run.log"
-    path.write_text("\n".join(json.dumps(r) for r in rows + [row("a", "default", 0, 80.0)]))
+    path.write_text("\n".join(json.dumps(r) for r in rows + [row("a", "former-default", 0, 80.0)]))
     rows = ablation.read_rows([path])
     assert len(rows) == 8 and rows[0]["curve"] == {1: 80.0}
-    assert "| lbfgs | 2 | +2.2 | 1 / 0 |" in ablation.against_default(rows)
+    assert "| lbfgs | 2 | +2.2 | 1 / 0 |" in ablation.against_base(rows)
     assert "| a | lbfgs | 85.0 ± 1.4 | 100.0 |" in ablation.table(rows)
