@@ -265,3 +265,22 @@ def error_against_macs(rows: list[dict[str, Any]], summary: list[dict[str, Any]]
         if ax.get_legend_handles_labels()[0]:
             ax.legend(fontsize=8)
     save_figure(fig, path)
+
+
+def accuracy_against_macs(summary: list[dict[str, Any]], path: Path) -> None:
+    """Mean test accuracy against MACs per sample, a point per (task, method), a colour per method
+    (bars: std over seeds); unavailable methods are left out. ``generalisation.py --plot``."""
+    done = [s for s in summary if s["accuracy"] is not None and s["macs"]]
+    style = method_styles(list(dict.fromkeys(s["method"] for s in done)))
+    fig = new_figure((6.5, 4.5))
+    ax = fig.subplots()
+    for name, (colour, marker) in style.items():
+        points = [s for s in done if s["method"] == name]
+        ax.errorbar([s["macs"] for s in points], [s["accuracy"] for s in points],
+                    yerr=[s["std"] for s in points], color=colour, marker=marker, linestyle="none",
+                    capsize=2, label=name)
+    ax.set_xscale("log")
+    ax.set_xlabel("MACs per sample")
+    ax.set_ylabel("test accuracy (%)")
+    ax.legend(fontsize=8)
+    save_figure(fig, path)

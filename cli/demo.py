@@ -17,8 +17,10 @@ import numpy as np
 from .common import CommandError
 
 PREPROCESS = "center-l2"
-# Adam: on digits at these settings more accurate than L-BFGS in a quarter of the time.
-SOLVER = "adam"
+# Adam: on digits at these settings more accurate than L-BFGS in a quarter of the time. The
+# settings were chosen on the paper's objective (mu = 0); with mu="auto" (LASTClassifier's default
+# since issue 55) the --quick model's int8 file agreed on 98.9 % of rows, below export's 99 %.
+SOLVER, MU = "adam", 0.0
 PREDICT_REPEATS = 5  # predict ms: the median of these calls, on one BLAS thread
 
 
@@ -95,7 +97,7 @@ def methods(settings: Settings) -> list[tuple[str, Any]]:
     common = {"n_atoms": settings.atoms, "preprocess": PREPROCESS, "random_state": 0, "verbose": 0}
     return [
         (f"LAST ({settings.atoms} atoms/class, K={settings.dca_iter})",
-         LASTClassifier(**common, max_dca_iter=settings.dca_iter, inner_solver=SOLVER,
+         LASTClassifier(**common, max_dca_iter=settings.dca_iter, inner_solver=SOLVER, mu=MU,
                         inner_iter=settings.inner_iter)),
         (f"SGD ({settings.atoms} atoms/class, {settings.sgd_iter} steps)",
          SGDSoftThresholdClassifier(**common, optimizer="sgd", max_iter=settings.sgd_iter)),

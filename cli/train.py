@@ -92,8 +92,8 @@ def _add_last_options(p: argparse.ArgumentParser) -> None:
                    help="LAST only, > 2 classes: ovr = one dictionary per class (default, the paper); "
                         "shared = one dictionary of --atoms atoms, each voting for or against one class")
     p.add_argument("--mu", type=_mu_values, default=None, metavar="MU[,MU...]",
-                   help="LAST only: weight decay (mu/2)||U||^2 on the atoms (default 0, the paper's "
-                        "objective). Several values, e.g. 0,1,10: each is fitted on 90%% of the training "
+                   help="LAST only: weight decay (mu/2)||U||^2 on the atoms (default: 0.1 times the "
+                        "preprocessed rows' mean squared norm; 0 is the paper's objective). Several values, e.g. 0,1,10: each is fitted on 90%% of the training "
                         "rows, the one most accurate on the other 10%% is refitted on all")
     p.add_argument("--max-dca-iter", type=int, default=None, metavar="K",
                    help="LAST only: DCA iterations (default: LASTClassifier's, the paper's 50)")

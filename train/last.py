@@ -15,12 +15,13 @@ from lastedge.runtime.model import check_image_shape
 
 from . import distributed, problem
 from .augment import shifted_copies
-from .base import SoftThresholdBase, rescaled_mu, root_mean_square_norm
+from .base import SoftThresholdBase, root_mean_square_norm, training_mu
 from .distributed import Shard
 from .dca import DCAResult, DCASettings, run_dca
 from .params import BOOLEAN, IMAGE_SHAPE, Interval, Options, integers
 from .progress import progress_bar
 from .settings import INNER_SOLVERS, FitSettings, resolve, shares_dictionary
+from .lbfgs import lbfgs_atom_unit
 from .solvers import Solver, make_inner_solver, subgradient_atom_scale
 from .subproblem import Data
 from .tracking import IterationTracker, Monitor
@@ -45,9 +46,10 @@ class LASTClassifier(SoftThresholdBase):
         minibatches, half of each class's atoms vote against it, with one-vs-all's hinges added).
     preprocess : {"none", "l2", "center-l2", "standardize"}, default="l2"
         Applied to every input before training and prediction, and recorded in the model.
-    mu : float, default=0.0
-        Weight decay ``(mu/2)||U||^2`` on the atoms ``u_j = |w_j| d_j``; 0 is the paper's
-        objective. ``lastedge train --mu 0,1,10`` chooses it on a hold-out.
+    mu : float or "auto", default="auto"
+        Weight decay ``(mu/2)||U||^2`` on the atoms ``u_j = |w_j| d_j``; "auto": 0.1 times the
+        preprocessed rows' mean squared norm (0.1 for "l2"; better than the paper's 0, the former
+        default, see docs/generalisation.md). ``lastedge train --mu 0,1,10`` chooses on a hold-out.
     nu : float, default=1.0
         Weight of ``(nu/2)||w||^2`` against the hinge losses summed over samples.
     max_dca_iter : int, default=50
@@ -88,7 +90,8 @@ class LASTClassifier(SoftThresholdBase):
         Lower bound on the thresholds ``v = |w|``.
     inner_solver : {"auto", "adam", "lbfgs", "subgradient"}, default="auto"
         Solver of each DCA sub-problem: "subgradient" is the paper's, "lbfgs" needs full batch.
-        "auto": Adam, except L-BFGS for binary and one-vs-all heads in full batch with ``mu > 0``.
+        "auto": Adam, except L-BFGS for binary and one-vs-all heads in full batch with a weight
+        decay (``mu`` > 0 or "auto").
     inner_iter : int or None, default=None
         Iterations per sub-problem solve. None: 300 for Adam (100 for a shared dictionary in
         full batch) and L-BFGS; the paper's 1000 (full batch) or 5000 for subgradient descent.
@@ -115,6 +118,8 @@ class LASTClassifier(SoftThresholdBase):
     history_ : list of dict
         One record per DCA iteration: "objective" of (P), "step", "extrapolation", "change" and
         "time"; with one-vs-all heads, one such list per head.
+    mu_ : float
+        The weight decay used, on the rows as given ("auto" resolved).
     n_iter_ : int
         DCA iterations run (the most of any head).
     converged_ : ndarray of bool
@@ -131,6 +136,7 @@ class LASTClassifier(SoftThresholdBase):
 
     _parameter_constraints: dict[str, list] = {
         **SoftThresholdBase._parameter_constraints,
+        "mu": [Interval(0), Options(("auto",))],
         "multiclass": [Options(("ovr", "shared"))],
         "max_dca_iter": [integers(1)],
         "tol": [Interval(0), None],
@@ -145,7 +151,7 @@ class LASTClassifier(SoftThresholdBase):
     }
 
     def __init__(self, n_atoms: int = 100, *, multiclass: str = "ovr", preprocess: str = "l2",
-                 mu: float = 0.0, nu: float = 1.0, max_dca_iter: int = 50, tol: float | None = None,
+                 mu: float | str = "auto", nu: float = 1.0, max_dca_iter: int = 50, tol: float | None = None,
                  n_iter_no_change: int = 3, early_stopping: bool = False, validation_fraction: float = 0.1,
                  batch_size: int | str | None = None, warm_start: bool = False, device: str = "cpu",
                  n_jobs: int | None = 1, random_state=None, verbose: int = 1, beta: float = 100.0,
@@ -253,7 +259,8 @@ class LASTClassifier(SoftThresholdBase):
         """The sub-problem solver and its schedule. A warm start with the same schedule carries on
         with its own solver (minibatch Adam's moments and step, see ``solvers._AdamMemory``)."""
         name = settings.solver
-        atom_scale = subgradient_atom_scale(root_mean_square_norm(Z, shard)) if name == "subgradient" else 1.0
+        scales = {"subgradient": subgradient_atom_scale, "lbfgs": lbfgs_atom_unit}
+        atom_scale = scales[name](root_mean_square_norm(Z, shard)) if name in scales else 1.0
         schedule = (name, settings.batch_size, settings.inner_iter, settings.step_sizes, atom_scale)
         if warm is not None and warm.schedule == schedule:
             return warm.solver, schedule
@@ -265,9 +272,10 @@ class LASTClassifier(SoftThresholdBase):
         """DCA on the ``_prepare``d problem (this rank's ``shard`` of the rows in a distributed fit),
         on the estimator's device, with its progress bar (on rank 0 only)."""
         Z, row_scale, targets, groups, U0, v0 = prepared
-        dca = DCASettings(self.nu, self.beta, self.eps, int(self.max_dca_iter), settings.tol, solver,
-                          rescaled_mu(self.mu, row_scale), settings.surrogate, settings.line_search,
-                          settings.patience)
+        mu = training_mu(self.mu, Z, row_scale, shard)
+        self.mu_ = mu * row_scale**2  # on the rows as given
+        dca = DCASettings(self.nu, self.beta, self.eps, int(self.max_dca_iter), settings.tol, solver, mu,
+                          settings.surrogate, settings.line_search, settings.patience)
         with self._torch_session() as device:
             if shard is not None:
                 distributed.check_device(device)

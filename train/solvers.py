@@ -355,7 +355,8 @@ Solver = InnerSolver | LBFGSSolver
 def make_inner_solver(method: str, n_iter: int, batch_size: int | None, eps: float,
                       step_sizes: tuple[float, ...] | None = None, atom_scale: float = 1.0) -> Solver:
     """The solver named by ``method`` ("adam", "subgradient" or "lbfgs", full batch only: see
-    ``settings.resolve``), running ``n_iter`` iterations per solve."""
+    ``settings.resolve``), running ``n_iter`` iterations per solve; ``atom_scale``: subgradient's
+    step multiplier on ``U``, or L-BFGS's unit of ``U`` (``lbfgs.lbfgs_atom_unit``)."""
     if method == "lbfgs":
-        return LBFGSSolver(n_iter, eps)
+        return LBFGSSolver(n_iter, eps, atom_scale)
     return InnerSolver(method, n_iter, batch_size, eps, step_sizes, atom_scale=atom_scale)

@@ -51,7 +51,7 @@ def test_a_shard_maps_global_row_indices_to_its_own():
 # text labels, so the ranks gather labels that are not numbers.
 CASES = {
     "ovr-minibatch": (6000, {"n_atoms": 8, "inner_iter": 60}),
-    "ovr-full-batch": (1200, {"n_atoms": 6, "inner_iter": 50}),
+    "ovr-full-batch": (1200, {"n_atoms": 6, "inner_iter": 50, "mu": 0}),  # Adam: mu > 0 is L-BFGS
     "shared-minibatch-standardize": (6000, {"n_atoms": 30, "multiclass": "shared", "inner_iter": 60,
                                             "preprocess": "standardize", "labels": "text"}),
 }

@@ -117,7 +117,7 @@ def test_every_iterate_becomes_a_model_of_the_rows_as_given(scale):
     n = min(estimator.n_iter_, reference.n_iter_)  # rounding may stop either a little later
     np.testing.assert_allclose(scores[:n], reference_scores[:n], atol=0.02)
     np.testing.assert_allclose(estimator.validation_scores_[:n], reference.validation_scores_[:n], atol=0.04)
-    assert estimator.best_validation_score_ > 0.9
+    assert estimator.best_validation_score_ >= 0.9  # 27 of the 30 held-out rows; chance is 1/3
 
 
 @pytest.fixture

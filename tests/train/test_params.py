@@ -97,6 +97,7 @@ def test_check_value_accepts_what_the_constraints_allow(value, constraints):
     ({"n_iter_no_change": 0}, "n_iter_no_change must be an integer >= 1, got 0"),
     ({"image_shape": (8, 8, 2)}, r"image_shape must be \(H, W\) or \(H, W, 3\) of integers >= 1 or None"),
     ({"shift_augment": -1}, "shift_augment must be an integer >= 0, got -1"),
+    ({"mu": "automatic"}, "mu must be a finite number >= 0 or 'auto', got 'automatic' \\(did you mean 'auto'\\?\\)"),
     ({"shift_augment": 1}, r"shift_augment needs image_shape, the \(H, W\) or \(H, W, 3\) of each row"),
 ])
 def test_bad_last_parameters_are_refused(small_blobs, params, match):
@@ -110,8 +111,8 @@ def test_bad_last_parameters_are_refused(small_blobs, params, match):
     ({"n_atoms": 0}, "n_atoms must be an integer >= 1, got 0"),
     ({"n_atoms": 2.5}, "n_atoms must be an integer >= 1"),
     ({"preprocess": "zscore"}, "preprocess must be one of .* got 'zscore'"),
-    ({"mu": -1.0}, "mu must be a finite number >= 0, got -1.0"),
-    ({"mu": None}, "mu must be a finite number >= 0, got None"),
+    ({"mu": -1.0}, "mu must be a finite number >= 0.*, got -1.0"),
+    ({"mu": None}, "mu must be a finite number >= 0.*, got None"),
     ({"nu": "1"}, "nu must be a finite number > 0, got '1'"),
     ({"eps": None}, r"eps must be a finite number in \(0, 3.40282e\+38\], got None"),
     ({"validation_fraction": 2.0}, r"validation_fraction must be a finite number in \(0, 1\), got 2.0"),

@@ -29,9 +29,10 @@ def test_batch_size(batch_size, n_samples, batch):
 
 
 @pytest.mark.parametrize("n_classes, params, solver, inner_iter, surrogate, line_search", [
-    (3, {}, "adam", 300, "dc", False),  # one-vs-all in full batch: Adam on the paper's majoriser
-    (2, {"multiclass": "shared"}, "adam", 300, "dc", False),  # two classes: one binary head, as above
-    (3, {"mu": 0.1}, "lbfgs", 300, "dc", False),  # ... with a weight decay, L-BFGS
+    (3, {}, "lbfgs", 300, "dc", False),  # one-vs-all in full batch, mu="auto": L-BFGS, the paper's majoriser
+    (2, {"multiclass": "shared"}, "lbfgs", 300, "dc", False),  # two classes: one binary head, as above
+    (3, {"mu": 0.0}, "adam", 300, "dc", False),  # ... without a weight decay (the paper's objective), Adam
+    (2, {"mu": 0.0, "multiclass": "shared"}, "adam", 300, "dc", False),
     (2, {"mu": 1.0}, "lbfgs", 300, "dc", False),
     (3, {"multiclass": "shared"}, "adam", 100, "tight", False),  # a shared dictionary: shorter solves
     (3, {"multiclass": "shared", "mu": 1.0}, "adam", 100, "tight", False),  # ... and keeps Adam
