@@ -180,7 +180,10 @@ class SGDSoftThresholdClassifier(SoftThresholdBase):
         test every step waited on its result): a run whose atoms are no longer finite there ends,
         its record counting the steps up to that checkpoint, and validation rejects it.
         """
-        U, v = U0.clone(), v0.clone()
+        # [H, n, N] in the memory layout of [n, H, N]: the one product of all heads' atoms
+        # (objective.head_products) then reads U as it is, where a copy of U cost as much as it
+        U = U0.transpose(0, 1).clone(memory_format=torch.contiguous_format).transpose(0, 1)
+        v = v0.clone()
         update = _adam_update(U, v, step, r) if self.optimizer == "adam" else _sgd_update(U, v, step, r)
         m = Z.shape[0]
         batch = min(int(self.batch_size), m)
@@ -188,7 +191,8 @@ class SGDSoftThresholdClassifier(SoftThresholdBase):
         checkpoint = math.ceil(n_iter / _CHECKPOINTS)  # at most _CHECKPOINTS records, as the bar shows
         history, start = [], time.perf_counter()
         for t, rows in enumerate(batches, start=1):
-            dU, dv = objective.loss_gradient(Z[rows], targets[:, rows], U, v, groups, self.beta)
+            dU, dv = objective.loss_gradient(Z.index_select(0, rows), targets.index_select(1, rows), U, v,
+                                             groups, self.beta)
             # the minibatch's mean loss and (regulariser / m), summed over heads, as autograd had it
             dU.div_(batch)
             if mu:
