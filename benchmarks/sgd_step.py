@@ -5,7 +5,8 @@ this checkout's against an earlier commit's (by default the last one that steppe
     python benchmarks/sgd_step.py [--before fd22565] [--steps 2000] [--repeats 5]
 
 The earlier commit's ``train/`` is checked out in a temporary git worktree and imported in place of
-this one's, in a subprocess (one per side, run in turn). One torch thread, float32, minibatches of
+this one's, in a subprocess; each of the runs starts one subprocess per side (a warm-up run, then
+the timed one), the sides in turn. One torch thread, float32, minibatches of
 10 rows, as a default fit runs; no objective records or monitor (those cost the same on both sides).
 The cases: one binary head of 50 atoms on 144 features (12x12 patches), ten one-vs-all heads of 50
 atoms on digits' 64 features, and one shared dictionary of 50 atoms for digits' 10 classes (a
@@ -114,15 +115,19 @@ def main() -> None:
         print(json.dumps(step_times(args.steps, args.repeats)))
         return
     print(f"before: {args.before}; load: {uptime()}")
+    before: dict[str, list[float]] = {}
+    after: dict[str, list[float]] = {}
     with tempfile.TemporaryDirectory() as tmp:
         worktree = Path(tmp) / "before"
         subprocess.run(["git", "-C", str(ROOT), "worktree", "add", "--detach", "-q", str(worktree), args.before],
                        check=True)
         try:
-            before = side(worktree / "train", args.steps, args.repeats)
+            for _ in range(args.repeats):  # the sides in turn, so that both see the same load
+                for times, train_dir in ((before, worktree / "train"), (after, None)):
+                    for key, spent in side(train_dir, args.steps, 1).items():
+                        times.setdefault(key, []).extend(spent)
         finally:
             subprocess.run(["git", "-C", str(ROOT), "worktree", "remove", "--force", str(worktree)], check=True)
-    after = side(None, args.steps, args.repeats)
     print(f"{args.steps} steps a run, median of {args.repeats} runs, 1 torch thread; load after: {uptime()}\n")
     print("| case | optimizer | before ms/step | after ms/step | speed-up |")
     print("|---|---|---|---|---|")
