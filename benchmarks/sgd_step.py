@@ -56,23 +56,37 @@ def step_times(steps: int, repeats: int) -> dict[str, list[float]]:
     """``{"case / optimizer": [ms per step of each run]}`` of the ``lastedge.train`` imported."""
     import torch
     from lastedge import train
+    from lastedge.train.base import flushes_denormals
 
+    threads, flushing = torch.get_num_threads(), flushes_denormals()
     torch.set_num_threads(1)
     torch.set_flush_denormal(True)
-    times: dict[str, list[float]] = {}
-    for case in CASES:
-        estimator, *arrays = problem(case, train)
-        Z, targets, groups, U0, v0 = (torch.as_tensor(a) for a in arrays)
-        sgd = train.SGDSoftThresholdClassifier(n_atoms=50)
-        r = float(Z.norm(dim=1).square().mean().sqrt())
-        for optimizer in OPTIMIZERS:
-            sgd.optimizer = optimizer
-            spent = []
-            for _ in range(repeats + 1):  # the first is a warm-up
-                start = time.perf_counter()
-                sgd._descend(Z, targets, groups, U0, v0, 0.01, r, 0.0, steps, 0, progress=None, watch=None)
-                spent.append(1e3 * (time.perf_counter() - start) / steps)
-            times[f"{case} / {optimizer}"] = spent[1:]
+    try:
+        return {f"{case} / {optimizer}": spent for case in CASES
+                for optimizer, spent in _case_times(train, case, steps, repeats).items()}
+    finally:
+        torch.set_num_threads(threads)
+        torch.set_flush_denormal(flushing)
+
+
+def _case_times(train, case: str, steps: int, repeats: int) -> dict[str, list[float]]:
+    """``{optimizer: [ms per step of each run]}`` of one case (one torch thread, denormals flushed,
+    as in a fit)."""
+    import torch
+
+    _, *arrays = problem(case, train)
+    Z, targets, groups, U0, v0 = (torch.as_tensor(a) for a in arrays)
+    sgd = train.SGDSoftThresholdClassifier(n_atoms=50)
+    r = float(Z.norm(dim=1).square().mean().sqrt())
+    times = {}
+    for optimizer in OPTIMIZERS:
+        sgd.optimizer = optimizer
+        spent = []
+        for _ in range(repeats + 1):  # the first is a warm-up
+            start = time.perf_counter()
+            sgd._descend(Z, targets, groups, U0, v0, 0.01, r, 0.0, steps, 0, progress=None, watch=None)
+            spent.append(1e3 * (time.perf_counter() - start) / steps)
+        times[optimizer] = spent[1:]
     return times
 
 
