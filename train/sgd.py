@@ -54,7 +54,8 @@ class SGDSoftThresholdClassifier(SoftThresholdBase):
     step_ : float
         The chosen step.
     step_trials_ : list of dict
-        One {"step", "iterations", "validation_error"} record per trial run made.
+        One {"step", "iterations", "validation_error"} record per trial run made (a run that
+        diverged ends at the checkpoint that found it, its error inf).
     history_ : list of dict
         {"objective", "iteration", "time"} records of the final run (objective of (P) on all
         training rows, summed over heads).
