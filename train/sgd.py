@@ -215,10 +215,10 @@ class SGDSoftThresholdClassifier(SoftThresholdBase):
         return _Run(U, v, history, t, stopped=False)
 
 
-Update = Callable[[torch.Tensor, torch.Tensor], None]
+_Update = Callable[[torch.Tensor, torch.Tensor], None]
 
 
-def _sgd_update(U: torch.Tensor, v: torch.Tensor, step: float, r: float) -> Update:
+def _sgd_update(U: torch.Tensor, v: torch.Tensor, step: float, r: float) -> _Update:
     """``update(dU, dv)``: a plain gradient step, in place. U's gradient scales like r and U like
     1 / r, so its step is ``step / r**2``."""
     def update(dU: torch.Tensor, dv: torch.Tensor) -> None:
@@ -228,7 +228,7 @@ def _sgd_update(U: torch.Tensor, v: torch.Tensor, step: float, r: float) -> Upda
     return update
 
 
-def _adam_update(U: torch.Tensor, v: torch.Tensor, step: float, r: float) -> Update:
+def _adam_update(U: torch.Tensor, v: torch.Tensor, step: float, r: float) -> _Update:
     """``update(dU, dv)``: an Adam step in place, as ``torch.optim.Adam`` (defaults, no weight
     decay) computes it. U's step and ``eps`` follow the rows' scale: ``step / r`` and
     ``ADAM_EPS * r``."""
