@@ -40,7 +40,8 @@ class Budget:
     """How long the iterative methods run: the estimators' defaults, or ``--quick``'s short fits.
 
     The SGD baseline's default is the paper's 250000 steps of 10 rows after four step trials of
-    50000 (450000 steps, about 1 ms each on one core whatever the data: ~7 minutes a fit).
+    50000 (450000 steps, 0.12-0.3 ms each on one core whatever the data: 1-2 minutes a fit;
+    ``benchmarks/sgd_step.py``).
     """
 
     last: dict[str, Any]

@@ -36,8 +36,9 @@ from lastedge.train.selection import choose_mu, holdout_split
 from lastedge.train.sgd import DEFAULT_STEPS
 from lastedge.train.sparse_coding import SparseCodingSVM
 
-# The paper runs SGD for 250000 minibatch iterations; at ~2 ms an iteration on this 2-core machine
-# (plus 4 step-size trials of 1/5 the budget each) that is ~15 minutes a fit, so we use 20000.
+# The paper runs SGD for 250000 minibatch iterations (plus 4 step-size trials of 1/5 the budget
+# each); at ~2 ms an iteration on this 2-core machine that was ~15 minutes a fit, so we use 20000
+# (the closed-form steps since 2026-12-05 take 0.12-0.3 ms: benchmarks/sgd_step.py).
 SGD_ITER = 20_000
 PREDICT_REPEATS = 5
 # Fits show their progress bar (stderr) on a terminal, where a run of an hour would otherwise be

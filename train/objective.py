@@ -214,16 +214,35 @@ def g_data_weights(X: Tensor, targets: Tensor, U: Tensor, v: Tensor, groups: Ten
     Returns ``(terms [H, m], R [H, m, N])``; the gradient of the terms' sum is ``(X^T R, -sum_i R)``.
     Where a margin term is exactly 0 the target group's gradient is taken (a valid subgradient).
     """
+    return _data_weights(X, targets, U, v, groups, beta, ovr_weight, _h_weight(ovr_weight))
+
+
+def loss_gradient(X: Tensor, targets: Tensor, U: Tensor, v: Tensor, groups: Tensor,
+                  beta: float, ovr_weight: float = 0.0) -> tuple[Tensor, Tensor]:
+    """``(d/dU, d/dv)`` of the hinge losses summed over the samples of ``X`` (no regulariser):
+    [H, n, N] and [H, N], in closed form.
+
+    What autograd of :func:`hinge_losses` gives (an inactive margin, or one exactly 0, adds
+    nothing), from one pass and without a graph: the SGD baseline's step on a minibatch of 10
+    rows is bound by per-operation overhead, which autograd multiplies.
+    """
+    R = _data_weights(X, targets, U, v, groups, beta, ovr_weight, 0.0)[1]
+    return pull_back(X, R), -R.sum(dim=1)
+
+
+def _data_weights(X: Tensor, targets: Tensor, U: Tensor, v: Tensor, groups: Tensor, beta: float,
+                  ovr_weight: float, target_weight: float) -> tuple[Tensor, Tensor]:
+    """Per-sample ``target_weight * S_t + losses`` and ``R``, their derivative by ``X U - v``
+    (``g``'s terms at ``target_weight = 1 + lam``, the losses alone at 0)."""
     Z = pre_activations(X, U, v)
     weights = _score_weights(groups, ovr_weight)
     scores = smooth_relu(Z, beta) @ weights
     S = scores[..., :groups.shape[-1]]
     target_score = _target_scores(S, targets)
     losses, A = _rival_terms(S, target_score, targets)
-    k = _h_weight(ovr_weight)
-    # d terms / dS: A on the rivals, k - (active rivals) on the target group.
-    dS = A.scatter_add_(-1, targets[..., None], (k - A.sum(dim=-1))[..., None])
-    terms = k * target_score + losses
+    # d terms / dS: A on the rivals, target_weight - (active rivals) on the target group.
+    dS = A.scatter_add_(-1, targets[..., None], (target_weight - A.sum(dim=-1))[..., None])
+    terms = target_weight * target_score + losses
     if ovr_weight:
         terms, dS = _add_ovr_hinges(terms, dS, scores, targets, ovr_weight)
     return terms, torch.sigmoid(beta * Z).mul_(dS @ weights.transpose(1, 2))

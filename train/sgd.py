@@ -54,7 +54,8 @@ class SGDSoftThresholdClassifier(SoftThresholdBase):
     step_ : float
         The chosen step.
     step_trials_ : list of dict
-        One {"step", "iterations", "validation_error"} record per trial run made.
+        One {"step", "iterations", "validation_error"} record per trial run made (a run that
+        diverged ends at the checkpoint that found it, its error inf).
     history_ : list of dict
         {"objective", "iteration", "time"} records of the final run (objective of (P) on all
         training rows, summed over heads).
@@ -172,42 +173,82 @@ class SGDSoftThresholdClassifier(SoftThresholdBase):
 
     def _descend(self, Z, targets, groups, U0, v0, step, r, mu, n_iter, seed, progress, watch) -> _Run:
         """Projected minibatch descent on (P) / m with weight decay ``mu``, ``r`` the rows' scale,
-        for ``n_iter`` steps unless ``watch(k, U, v)`` says stop at checkpoint ``k``."""
-        U = U0.clone().requires_grad_(True)
-        v = v0.clone().requires_grad_(True)
-        # U's gradient scales like r and U like 1 / r: its step (and Adam's eps) follow the scale
-        if self.optimizer == "adam":
-            optimizer = torch.optim.Adam([{"params": [U], "lr": step / r, "eps": ADAM_EPS * r},
-                                          {"params": [v]}], lr=step, eps=ADAM_EPS)
-        else:
-            optimizer = torch.optim.SGD([{"params": [U], "lr": step / r**2}, {"params": [v]}], lr=step)
+        for ``n_iter`` steps unless ``watch(k, U, v)`` says stop at checkpoint ``k``.
+
+        Each step takes the closed-form gradient (:func:`~lastedge.train.objective.loss_gradient`)
+        and updates in place: a minibatch of 10 rows costs little arithmetic, so autograd and
+        ``torch.optim`` were most of a step. Divergence is looked for at the checkpoints only (a
+        test every step waited on its result): a run whose atoms are no longer finite there ends,
+        its record counting the steps up to that checkpoint, and validation rejects it.
+        """
+        # [H, n, N] in the memory layout of [n, H, N]: the one product of all heads' atoms
+        # (objective.head_products) then reads U as it is, where a copy of U cost as much as it
+        U = U0.transpose(0, 1).clone(memory_format=torch.contiguous_format).transpose(0, 1)
+        v = v0.clone()
+        update = _adam_update(U, v, step, r) if self.optimizer == "adam" else _sgd_update(U, v, step, r)
         m = Z.shape[0]
-        batches = minibatch_indices(m, min(int(self.batch_size), m), n_iter,
-                                    torch.Generator().manual_seed(seed), Z.device)
+        batch = min(int(self.batch_size), m)
+        batches = minibatch_indices(m, batch, n_iter, torch.Generator().manual_seed(seed), Z.device)
         checkpoint = math.ceil(n_iter / _CHECKPOINTS)  # at most _CHECKPOINTS records, as the bar shows
         history, start = [], time.perf_counter()
         for t, rows in enumerate(batches, start=1):
-            loss = objective.hinge_losses(Z[rows], targets[:, rows], U, v, groups, self.beta).mean(1)
-            loss = (loss + objective.regulariser(U, v, self.nu, mu) / m).sum()
-            optimizer.zero_grad(set_to_none=True)
-            loss.backward()
-            optimizer.step()
-            with torch.no_grad():
-                v.clamp_(min=self.eps)
-                if not torch.isfinite(U).all():
-                    break  # the step diverged: keep the record, validation rejects it
+            dU, dv = objective.loss_gradient(Z.index_select(0, rows), targets.index_select(1, rows), U, v,
+                                             groups, self.beta)
+            # the minibatch's mean loss and (regulariser / m), summed over heads, as autograd had it
+            dU.div_(batch)
+            if mu:
+                dU.add_(U, alpha=mu / m)
+            update(dU, dv.div_(batch).add_(v, alpha=self.nu / m))
+            v.clamp_(min=self.eps)
             if not (t % checkpoint == 0 or t == n_iter):
                 continue
+            if not torch.isfinite(U).all():
+                break  # the step diverged: keep the record, validation rejects it
             if progress is not None:
-                with torch.no_grad():
-                    # chunked over rows: one [H, m, N] tensor of all rows would not fit MNIST-size data
-                    value = full_objective(Data(Z, targets, groups), U, v, self.beta, self.nu, mu).sum()
+                # chunked over rows: one [H, m, N] tensor of all rows would not fit MNIST-size data
+                value = full_objective(Data(Z, targets, groups), U, v, self.beta, self.nu, mu).sum()
                 history.append({"objective": float(value), "iteration": t,
                                 "time": time.perf_counter() - start})
                 progress(len(history) - 1, value)
-            if watch is not None and watch(-(-t // checkpoint) - 1, U.detach(), v.detach()):
-                return _Run(U.detach(), v.detach(), history, t, stopped=True)
-        return _Run(U.detach(), v.detach(), history, t, stopped=False)
+            if watch is not None and watch(-(-t // checkpoint) - 1, U, v):
+                return _Run(U, v, history, t, stopped=True)
+        return _Run(U, v, history, t, stopped=False)
+
+
+_Update = Callable[[torch.Tensor, torch.Tensor], None]
+
+
+def _sgd_update(U: torch.Tensor, v: torch.Tensor, step: float, r: float) -> _Update:
+    """``update(dU, dv)``: a plain gradient step, in place. U's gradient scales like r and U like
+    1 / r, so its step is ``step / r**2``."""
+    def update(dU: torch.Tensor, dv: torch.Tensor) -> None:
+        U.add_(dU, alpha=-step / r**2)
+        v.add_(dv, alpha=-step)
+
+    return update
+
+
+def _adam_update(U: torch.Tensor, v: torch.Tensor, step: float, r: float) -> _Update:
+    """``update(dU, dv)``: an Adam step in place, as ``torch.optim.Adam`` (defaults, no weight
+    decay) computes it. U's step and ``eps`` follow the rows' scale: ``step / r`` and
+    ``ADAM_EPS * r``."""
+    beta1, beta2 = 0.9, 0.999
+    params = ((U, step / r, ADAM_EPS * r), (v, step, ADAM_EPS))
+    moments = [(torch.zeros_like(p), torch.zeros_like(p)) for p, _, _ in params]
+    count = 0
+
+    def update(dU: torch.Tensor, dv: torch.Tensor) -> None:
+        nonlocal count
+        count += 1
+        bias_correction1 = 1 - beta1**count
+        bias_correction2_sqrt = (1 - beta2**count) ** 0.5
+        for (p, lr, eps), (first, second), grad in zip(params, moments, (dU, dv)):
+            first.lerp_(grad, 1 - beta1)
+            second.mul_(beta2).addcmul_(grad, grad, value=1 - beta2)
+            p.addcdiv_(first, (second.sqrt() / bias_correction2_sqrt).add_(eps),
+                       value=-lr / bias_correction1)
+
+    return update
 
 
 def step_trials(estimator: SGDSoftThresholdClassifier) -> tuple[tuple[float, ...], int]:

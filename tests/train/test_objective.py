@@ -98,6 +98,34 @@ def test_g_gradient_matches_autograd(seed, groups):
     torch.testing.assert_close(dv, v.grad)
 
 
+def assert_close_to_scale(actual, expected, rtol=1e-5):
+    """Equal to ``rtol`` relative to the largest entry: softplus's derivative above its threshold
+    (beta z > 20) is 1 where the sigmoid is 1 - 2e-9, and a sum over samples that cancels (one
+    ``v_j``'s gradient) magnifies that relative to the entry."""
+    torch.testing.assert_close(actual, expected, rtol=rtol, atol=rtol * float(expected.abs().max()))
+
+
+# binary, one-vs-all, shared; shared with atoms voting against a class (group row 1 - e_c), with
+# and without one-vs-all's hinges added
+@pytest.mark.parametrize("heads, groups, against, ovr_weight",
+                         [(1, 2, False, 0.0), (10, 2, False, 0.0), (1, 10, False, 0.0),
+                          (1, 4, True, 0.0), (1, 4, True, 0.7)])
+@pytest.mark.parametrize("seed", range(2))
+def test_loss_gradient_matches_autograd_of_the_hinge_losses(seed, heads, groups, against, ovr_weight):
+    """The closed-form gradient the SGD baseline steps on, against autograd of ``hinge_losses``."""
+    X, targets, U, v, G = random_problem(seed, heads=heads, m=60, n=8, atoms=20, groups=groups)
+    if against:
+        G[:, ::3] = 1 - G[:, ::3]
+    assert objective.has_one_group_per_atom(G) != against
+    U_, v_ = U.clone().requires_grad_(True), v.clone().requires_grad_(True)
+    losses = objective.hinge_losses(X, targets, U_, v_, G, BETA, ovr_weight)
+    assert (losses > 0).float().mean() > 0.2  # active margins: the gradient is not trivially 0
+    losses.sum().backward()
+    dU, dv = objective.loss_gradient(X, targets, U, v, G, BETA, ovr_weight)
+    assert_close_to_scale(dU, U_.grad)
+    assert_close_to_scale(dv, v_.grad)
+
+
 @pytest.mark.parametrize("groups", [2, 3])
 @pytest.mark.parametrize("surrogate", ["dc", "tight"])
 def test_subproblem_gradient_matches_finite_differences(surrogate, groups):
