@@ -76,15 +76,26 @@ static float root(float a) /* a >= 0 and finite */
 # A float already divided by the input scale, to the input's integers (int8, or int16 for
 # 16x8): rounded half to even (numpy.round) and saturated. Where float32 arithmetic is the
 # hardware's (an FPU, or the host), adding 1.5 * 2^23 rounds a value below 2^22 to an integer
-# in the sum's low bits, half to even as IEEE addition rounds: three instructions. Cores without
-# an FPU (where a float addition is a library call), or a compiler evaluating floats wider
+# in the sum's low bits, half to even as IEEE addition rounds, and one subtraction of the
+# sum's bits gives the level with its zero point: three instructions. Cores without an FPU
+# (where a float addition is a library call), or a compiler evaluating floats wider
 # (FLT_EVAL_METHOD != 0), take the same value from the float's bits alone; -DLASTEDGE_SOFT_FLOAT
 # forces that path (the tests compile both on the host). BOUNDED (l2 kinds, whose values are at
-# most the input gain in magnitude, well below 2^21) drops the test for huge values.
+# most the input gain in magnitude, well below 2^21) drops the test for huge values. The
+# saturation to the full int8 (int16) range is one SSAT where the core has it (ACLE's __ssat:
+# Cortex-M3/M4/M7/M33), else one unsigned range test when the value is in range.
 QUANTIZE = r"""
+#if defined(__ARM_FEATURE_SAT) && __ARM_FEATURE_SAT
+#include <arm_acle.h>
+#define SATURATE(t) __ssat((t), SAMPLE_BITS) /* SSAT: one instruction */
+#else
+#define SATURATE(t) ((uint32_t)((t) - SAMPLE_MIN) > (uint32_t)(SAMPLE_MAX - SAMPLE_MIN) \
+                     ? ((t) < SAMPLE_MIN ? SAMPLE_MIN : SAMPLE_MAX) : (t)) /* one test when in range */
+#endif
+
 static SAMPLE quantize(float value)
 {
-    union { float f; uint32_t u; } v;
+    union { float f; uint32_t u; int32_t i; } v;
     int32_t t;
     v.f = value;
 #if defined(LASTEDGE_SOFT_FLOAT)
@@ -106,14 +117,12 @@ static SAMPLE quantize(float value)
 #else
     if (!BOUNDED && (v.u & 0x7FFFFFFFu) >= SATURATE_BITS) { /* infinite, NaN or saturating */
         t = v.u >> 31 ? SAMPLE_MIN : SAMPLE_MAX;
-    } else { /* |value| < 2^21: value + 1.5 * 2^23 in [2^23, 2^24), its last bits the integer */
+    } else { /* |value| < 2^21: value + 1.5 * 2^23 in [2^23, 2^24), its bits 0x4B400000 + the integer */
         v.f = value + 12582912.0f;
-        t = (int32_t)(v.u & 0x7FFFFFu) - (0x400000 - INPUT_ZERO_POINT);
+        t = v.i - (0x4B400000 - INPUT_ZERO_POINT);
     }
 #endif
-    if ((uint32_t)(t - SAMPLE_MIN) > (uint32_t)(SAMPLE_MAX - SAMPLE_MIN)) /* one test when in range */
-        t = t < SAMPLE_MIN ? SAMPLE_MIN : SAMPLE_MAX;
-    return (SAMPLE)t;
+    return (SAMPLE)SATURATE(t);
 }
 """
 

@@ -93,6 +93,9 @@ void P_scores(const float *x, int32_t *scores)
     core(q, scores);
 }
 
+#if defined(__GNUC__) /* one copy of the argmax: P_predict calls it (32 bytes of code less) */
+__attribute__((noinline))
+#endif
 int P_predict_q(const SAMPLE *q)
 {
     int32_t scores[N_OUTPUTS];
@@ -229,6 +232,7 @@ def _constants(model: Model, graph: IntegerGraph | None) -> tuple[dict[str, Any]
                    HIDDEN_MULTIPLIER=graph.hidden_multiplier, HIDDEN_SHIFT=f"({graph.hidden_shift})",
                    ZERO_UP_TO=c_kernels.zero_up_to(graph.hidden_multiplier, graph.hidden_shift),
                    SAMPLE_MIN=f"({graph.limits[0]})", SAMPLE_MAX=graph.limits[1],
+                   SAMPLE_BITS=graph.activation_dtype.itemsize * 8,  # the full signed range: SSAT
                    # |values| from which quantize saturates: 256.0f (int8), 65536.0f (int16) as bits
                    SATURATE_BITS=f"0x{int(np.float32(2 * (graph.limits[1] + 1)).view(np.uint32)):08X}u",
                    SATURATED=2 * (graph.limits[1] + 1),

@@ -16,6 +16,7 @@ from lastedge.runtime import Model, load
 from lastedge.export import c_parity
 from lastedge.export.c import build_c, to_c
 from lastedge.export.c_kernels import SQRT, pack_dictionary, zero_up_to
+from lastedge.export.c_preprocess import FAST_MIN, gains, preprocessed, slow_rows
 from lastedge.export.c_parity import (HOST_FLAGS, compiler, integer_graph_figures,
                                       measure_c_parity, run_c)
 from lastedge.export.int8_reference import IntegerGraph, quantize_multiplier, requantize
@@ -171,6 +172,65 @@ def test_integers_are_bit_exact_on_any_finite_rows(kind, precision, soft_float, 
     flags = (*HOST_FLAGS, "-DLASTEDGE_SOFT_FLOAT") if soft_float else HOST_FLAGS
     figures = integer_graph_figures(c_model, rows, run_c(c_model, rows, flags))
     assert figures["input_identical"] and figures["scores_identical"] and figures["labels_identical"]
+
+
+def _rows_on_both_paths(X: np.ndarray, center: bool) -> tuple[np.ndarray, np.ndarray]:
+    """Rows the l2 preprocessing computes at scale 1 (real ones, 1e10 times larger, and a sum of
+    squares 2**-10 above FAST_MIN) and rows it computes again scaled (overflowing, tiny,
+    subnormal, zero, constant for center-l2, non-finite, 2**-10 below FAST_MIN); whether each
+    takes the slow path. Rows 2**-70 times real ones have subnormal squares, and lose bits at
+    scale 1 (their values differ from the scaled path's by ~1e-5)."""
+    X = X[:6].astype(np.float64)
+    C = X - X.mean(axis=1, keepdims=True) if center else X
+    edge = X * np.sqrt(float(FAST_MIN) / (C * C).sum(axis=1, keepdims=True))
+    fast = [X, X * 1e10, edge * (1 + 2 ** -10)]
+    signs = np.random.default_rng(1).choice([-1.0, 1.0], size=X.shape)
+    constant = np.full((1, X.shape[1]), 5.0)
+    slow = [X * 2.0 ** -70, X * 1e30, X * 1e-30, X * 1e-42, signs * 3e38, signs * 1e-45, edge * (1 - 2 ** -10),
+            np.zeros((1, X.shape[1])), np.where(np.arange(X.shape[1]) % 2, np.inf, X[:1])]
+    if center:
+        slow.append(constant)
+    else:
+        fast.append(constant)
+    rows = np.concatenate(fast + slow).astype(np.float32)
+    return rows, np.repeat([False] * len(fast) + [True] * len(slow), [len(r) for r in fast + slow])
+
+
+def _c_preprocessed(c_model, rows: np.ndarray, flags, folder: Path) -> np.ndarray:
+    """The fp32 C's ``preprocess`` itself (static: a program that includes the source) on rows."""
+    c_model.write(folder)
+    (folder / "main.c").write_text(
+        f'#include <stdio.h>\n#include "{c_model.prefix}.c"\n'
+        "int main(void) { float x[N_FEATURES], z[N_FEATURES];\n"
+        "  while (fread(x, 4, N_FEATURES, stdin) == N_FEATURES) { preprocess(x, z); "
+        "fwrite(z, 4, N_FEATURES, stdout); }\n  return 0; }\n")
+    subprocess.run([compiler(), *flags, "-o", "pre", "main.c"], cwd=folder, check=True)
+    out = subprocess.run(["./pre"], cwd=folder, input=rows.astype("<f4").tobytes(), capture_output=True,
+                         check=True).stdout
+    return np.frombuffer(out, "<f4").reshape(rows.shape)
+
+
+@pytest.mark.parametrize("soft_float", [False, True])
+@pytest.mark.parametrize("kind", ["l2", "center-l2"])
+def test_rows_on_both_paths_of_the_l2_preprocessing(kind, soft_float, random_model, tmp_path):
+    """Rows at scale 1 and rows scaled again: the C's preprocessed values (fp32) equal the
+    twin's bit for bit, its int8 levels and scores the integer graph's, on both paths and with
+    both roundings of the input; fp32 scores within the bound."""
+    model, X = random_model(n_features=20, n_atoms=13, n_classes=3, kind=kind, seed=5)
+    rows, slow = _rows_on_both_paths(X[200:], kind == "center-l2")
+    assert np.array_equal(slow_rows(model, rows), slow)
+    finite = np.all(np.isfinite(rows), axis=1)
+    flags = (*HOST_FLAGS, "-DLASTEDGE_SOFT_FLOAT") if soft_float else HOST_FLAGS
+    got = _c_preprocessed(build_c(model), rows[finite], flags, tmp_path)
+    assert np.array_equal(got.view(np.uint32),
+                          preprocessed(model, rows[finite], gains(model, None)).view(np.uint32))
+    c_model = build_c(model, precision="int8", calibration=X[:200])
+    figures = integer_graph_figures(c_model, rows[finite], run_c(c_model, rows[finite], flags))
+    assert figures["input_identical"] and figures["scores_identical"] and figures["labels_identical"]
+    got = run_c(c_model, rows[~finite], flags)  # inf: any levels, but an answer (no endless loop)
+    assert len(got["labels"]) == np.count_nonzero(~finite)
+    fp32 = measure_c_parity(build_c(model), rows[finite], flags=flags)
+    assert fp32["within_tolerance"] and fp32["problems"] == []
 
 
 @pytest.mark.parametrize("precision", ["fp32", "int8"])
