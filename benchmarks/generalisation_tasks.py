@@ -1,4 +1,5 @@
-"""Tasks of the generalisation suite (issue 55): textures, small scikit-learn sets, digits, CIFAR, synthetic.
+"""Tasks of the generalisation suite (issue 55): textures, small scikit-learn sets (standardised and
+raw), digits, CIFAR, synthetic.
 
 Every loader takes a seed and the data folder (``../shared/data``: the texture images, USPS, MNIST,
 CIFAR) and returns ``X_train, y_train, X_test, y_test``; the texture pairs take train patches from
@@ -77,13 +78,18 @@ TASKS: dict[str, Callable[[int, Path], Split]] = {
     "usps": lambda s, d: _subsample(digits_task("usps", d), s, 3000, 2000),
     "mnist-sub": lambda s, d: _subsample(digits_task("mnist", d), s, 5000, 2000),
     "cifar-deer-horse": lambda s, d: _subsample(deer_horse_task(d), s, 4000, 2000),
+    # as a user's CSV holds them: raw columns of different units, classes told apart by the norm
+    "wine-raw": lambda s, d: _split(*datasets.load_wine(return_X_y=True), s),
+    "breast-cancer-raw": lambda s, d: _split(*datasets.load_breast_cancer(return_X_y=True), s),
+    "gaussian-quantiles": lambda s, d: _split(*datasets.make_gaussian_quantiles(
+        n_samples=1000, n_features=6, n_classes=3, random_state=s), s),
+    "hastie": lambda s, d: _split(*datasets.make_hastie_10_2(n_samples=2000, random_state=s), s),
 }
 for _a, _b in TEXTURE_PAIRS:
     for _size in (12, 16):
         for _eq in (False, True):
             TASKS[f"{_a}-{_b}-{_size}{'-eq' if _eq else ''}"] = (
                 lambda s, d, a=_a, b=_b, z=_size, e=_eq: texture_pair(a, b, z, e, s, d))
-SYNTHETIC = ("moons", "circles", "synthetic-imbalanced")
 
 
 def load(task: str, seed: int, data: Path = DEFAULT_DATA) -> Split:

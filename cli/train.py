@@ -19,7 +19,7 @@ from .train_distributed import is_writer, launched, load_block, metrics_over_ran
 from .train_report import interrupted_record, metrics, provenance, step_trials_notice, summary_fields
 
 METHODS = ("last", "sgd", "adam")
-PREPROCESS = ("none", "l2", "center-l2", "standardize")
+PREPROCESS = ("auto", "none", "l2", "center-l2", "standardize")
 DESCRIPTION = (
     "Train LAST (DCA) or the SGD/Adam baseline on 'digits', an .npz archive (X_train, y_train[, X_test, "
     "y_test]), a CSV file (one row per sample, one label column), a folder of IDX files (MNIST's format: "
@@ -67,7 +67,8 @@ def _add_model_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--method", choices=METHODS, default="last",
                    help="last: DCA (default); sgd / adam: the baselines on the same objective")
     p.add_argument("--preprocess", choices=PREPROCESS, default=None,
-                   help="applied to every input, recorded in the model (default l2)")
+                   help="applied to every input, recorded in the model (default auto: l2, or standardize where "
+                        "a nearest-neighbour vote on the training rows is clearly better with it)")
     p.add_argument("--nu", type=float, default=None, metavar="NU",
                    help="weight of (nu/2)||w||^2 (default 1, the paper's)")
     p.add_argument("--batch-size", type=_batch_size, default=None, metavar="B|full",
@@ -242,7 +243,8 @@ def _save_with_curve(estimator: Any, summary: dict[str, Any], out: Path, figure:
 
     model = _save(estimator, out, summary)
     summary["model"] = {"path": str(out), "size_bytes": out.stat().st_size, "atoms": model.n_atoms,
-                        "macs_per_sample": model.macs_per_sample}
+                        "macs_per_sample": model.macs_per_sample, "preprocess": model.preprocess.kind,
+                        "preprocess_chosen": getattr(estimator, "preprocess", None) == "auto"}
     summary["curve"] = training_curve(estimator) if estimator.history_ else []  # none: stopped in SGD's trials
     if figure is not None and summary["curve"]:
         summary["figure"] = str(plot_training_curve(estimator, figure))
@@ -274,7 +276,7 @@ def make_estimator(args: argparse.Namespace) -> Any:
     if args.time_budget is not None and not (args.auto or budget_given(args)):
         raise ValueError("--time-budget applies to --auto and budgets only")
     check_budget_options(args)
-    common = {"n_atoms": args.atoms, "preprocess": args.preprocess or "l2", "random_state": args.seed,
+    common = {"n_atoms": args.atoms, "preprocess": args.preprocess or "auto", "random_state": args.seed,
               "verbose": 0 if args.quiet else 1, "device": args.device, "n_jobs": args.threads}
     common.update({k: v for k, v in (("nu", args.nu), ("batch_size", args.batch_size)) if v is not None})
     last_only = {"inner_solver": args.inner_solver, "max_dca_iter": args.max_dca_iter,

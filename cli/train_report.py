@@ -73,6 +73,7 @@ def summary_fields(summary: dict[str, Any]) -> list[tuple[str, str]]:
         ("test accuracy", "no test part" if test is None else f"{test:.2%}"),
         ("training time", f"{metrics['fit_seconds']:.1f} s"),
         ("feature sparsity", f"{metrics['feature_sparsity']:.1%} zeros on {sparsity_rows} rows"),
+        ("preprocessing", model["preprocess"] + (" (chosen by --preprocess auto)" if model["preprocess_chosen"] else "")),
         ("model", f"{model['path']}: {model['atoms']} atoms, {model['macs_per_sample']:,} MACs/sample, "
                   f"{model['size_bytes'] / 1024:.1f} KiB"),
     ]

@@ -17,7 +17,7 @@ from lastedge.runtime import __version__
 from lastedge.runtime import Model, Preprocess
 from lastedge.runtime.model import FLOAT32_MAX, check_input, in_row_blocks
 
-from . import distributed, problem
+from . import distributed, preprocess_choice, problem
 from .distributed import Shard
 from .objective import atom_votes
 from .settings import AUTO_MU
@@ -167,7 +167,7 @@ class SoftThresholdBase(ModelBackedClassifier, ClassNamePrefixFeaturesOutMixin, 
         ``layout`` are over every rank's rows: statistics and start atoms come from all of them,
         and the targets returned are this rank's.
         """
-        Z = self._preprocessed(X, shard=shard)
+        Z = self._preprocessed(X, shard=shard, y_index=y_index if shard is None else shard.columns(y_index))
         row_scale = training_scale(Z, self.eps, shard)
         Z = scaled_rows(Z, row_scale)
         targets, groups = self._layout(y_index) if layout is None else layout
@@ -177,17 +177,20 @@ class SoftThresholdBase(ModelBackedClassifier, ClassNamePrefixFeaturesOutMixin, 
             targets = shard.columns(targets)
         return Z, row_scale, targets, groups, U0, v0
 
-    def _preprocessed(self, X: np.ndarray, fitted: Preprocess | None = None,
-                      shard: Shard | None = None) -> np.ndarray:
+    def _preprocessed(self, X: np.ndarray, fitted: Preprocess | None = None, shard: Shard | None = None,
+                      y_index: np.ndarray | None = None) -> np.ndarray:
         """Fit ``preprocess_`` on ``X`` (on every rank's rows of a distributed fit's ``shard``), or
         take an already ``fitted`` one, and return the training rows ``Z`` (float32).
+        ``preprocess="auto"`` chooses the kind from ``X`` and its class indices ``y_index``
+        (:mod:`.preprocess_choice`; every rank the same, from the hold-out counts of all).
 
         ``Z`` is writable: "none" passes float32 rows through, and torch warns of undefined
         behaviour on read-only memory (a memory map, joblib's copies for ``n_jobs`` searches).
         """
-        if fitted is None and shard is not None and self.preprocess == "standardize":
+        kind = self.preprocess if fitted is not None else preprocess_choice.resolve(self.preprocess, X, y_index, shard)
+        if fitted is None and shard is not None and kind == "standardize":
             fitted = Preprocess.standardizing(*distributed.column_moments(X, shard), shard.total)
-        self.preprocess_ = Preprocess.fit(self.preprocess, X) if fitted is None else fitted
+        self.preprocess_ = Preprocess.fit(kind, X) if fitted is None else fitted
         return np.require(self.preprocess_.apply(X), requirements="W")
 
     def _layout(self, y_index: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

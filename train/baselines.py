@@ -29,6 +29,7 @@ from lastedge.runtime import Model, Preprocess
 
 from .base import ModelBackedClassifier, recorded_params, validate_fit_data
 from .params import COMMON_CONSTRAINTS, Interval, Options, check_params, integers
+from .preprocess_choice import resolve
 
 DICTIONARIES = ("kmeans", "random", "l1")
 # alpha=None: candidate thresholds are the quantiles of the training responses D^T z that leave
@@ -71,7 +72,7 @@ class SoftThresholdEncoderSVM(ModelBackedClassifier, ClassifierMixin, ClassNameP
         SVM regularisation, on codes rescaled to a maximum of 1 over the training rows (so one C
         suits every alpha). None chooses it by cross-validation in (0.01, 0.1, 1, 10, 100),
         jointly with alpha.
-    preprocess : {"none", "l2", "center-l2", "standardize"}, default="l2"
+    preprocess : {"auto", "none", "l2", "center-l2", "standardize"}, default="auto"
         Applied to inputs before encoding (recorded in the model).
     cv : int, default=3
         Folds of the cross-validation (used only when alpha or C is None). The dictionary is
@@ -113,7 +114,7 @@ class SoftThresholdEncoderSVM(ModelBackedClassifier, ClassifierMixin, ClassNameP
     }
 
     def __init__(self, n_atoms: int = 100, *, dictionary: str = "kmeans", l1_penalty: float = 0.1,
-                 alpha: float | None = None, C: float | None = 1.0, preprocess: str = "l2", cv: int = 3,
+                 alpha: float | None = None, C: float | None = 1.0, preprocess: str = "auto", cv: int = 3,
                  random_state=None):
         self.n_atoms = n_atoms
         self.dictionary = dictionary
@@ -130,7 +131,7 @@ class SoftThresholdEncoderSVM(ModelBackedClassifier, ClassifierMixin, ClassNameP
         start = time.perf_counter()
         X, y_index = validate_fit_data(self, X, y)
         rng = check_random_state(self.random_state)
-        self.preprocess_ = Preprocess.fit(self.preprocess, X)
+        self.preprocess_ = Preprocess.fit(resolve(self.preprocess, X, y_index), X)
         Z = self.preprocess_.apply(X).astype(np.float64)
         self.atoms_, self.atom_classes_ = self._build_dictionary(Z, y_index, rng)
         responses = Z @ self.atoms_

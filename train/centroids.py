@@ -17,6 +17,7 @@ from lastedge.runtime import Preprocess
 from .base import validate_fit_data, validate_predict_data
 from .baselines import class_atoms
 from .params import COMMON_CONSTRAINTS, check_params
+from .preprocess_choice import resolve
 
 
 class KMeansCentroidClassifier(ClassifierMixin, BaseEstimator):
@@ -27,7 +28,7 @@ class KMeansCentroidClassifier(ClassifierMixin, BaseEstimator):
     n_atoms : int, default=100
         Total centroids N, split over the classes as ``SoftThresholdEncoderSVM`` splits its atoms
         (``N // C`` each, the first ``N % C`` classes one more).
-    preprocess : {"none", "l2", "center-l2", "standardize"}, default="l2"
+    preprocess : {"auto", "none", "l2", "center-l2", "standardize"}, default="auto"
         Applied to inputs before clustering and before measuring distances.
     random_state : int, RandomState or None
         Seeds k-means.
@@ -41,7 +42,7 @@ class KMeansCentroidClassifier(ClassifierMixin, BaseEstimator):
 
     _parameter_constraints: dict[str, list] = dict(COMMON_CONSTRAINTS)
 
-    def __init__(self, n_atoms: int = 100, *, preprocess: str = "l2", random_state=None):
+    def __init__(self, n_atoms: int = 100, *, preprocess: str = "auto", random_state=None):
         self.n_atoms = n_atoms
         self.preprocess = preprocess
         self.random_state = random_state
@@ -51,7 +52,7 @@ class KMeansCentroidClassifier(ClassifierMixin, BaseEstimator):
         check_params(self)
         X, y_index = validate_fit_data(self, X, y)
         rng = check_random_state(self.random_state)
-        self.preprocess_ = Preprocess.fit(self.preprocess, X)
+        self.preprocess_ = Preprocess.fit(resolve(self.preprocess, X, y_index), X)
         Z = self.preprocess_.apply(X).astype(np.float64)
         self.centroids_, self.centroid_classes_ = class_atoms(Z, y_index, self.classes_, self.n_atoms,
                                                               "kmeans", rng)

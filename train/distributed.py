@@ -118,6 +118,11 @@ def mean(values: np.ndarray, shard: Shard | None) -> float:
     return float(_reduced(np.array([np.sum(values, dtype=np.float64)]), dist.ReduceOp.SUM)[0] / shard.total)
 
 
+def summed(values: np.ndarray, shard: Shard | None) -> np.ndarray:
+    """``values`` summed element-wise over the ranks (``values`` themselves without a shard)."""
+    return np.asarray(values) if shard is None else _reduced(np.asarray(values), dist.ReduceOp.SUM)
+
+
 def column_moments(X: np.ndarray, shard: Shard) -> tuple[np.ndarray, np.ndarray]:
     """Per-column mean and standard deviation over every rank's rows (float64, two passes)."""
     X = np.asarray(X, dtype=np.float64)

@@ -44,8 +44,11 @@ class LASTClassifier(SoftThresholdBase):
         With more than two classes: "ovr" trains one dictionary per class (the paper); "shared"
         one for all, about C times cheaper on the device: each atom votes for one class (on
         minibatches, half of each class's atoms vote against it, with one-vs-all's hinges added).
-    preprocess : {"none", "l2", "center-l2", "standardize"}, default="l2"
-        Applied to every input before training and prediction, and recorded in the model.
+    preprocess : {"auto", "none", "l2", "center-l2", "standardize"}, default="auto"
+        Applied to every input before training and prediction, and recorded in the model
+        (``preprocess_``). "auto": "l2" (the paper's unit norm), or "standardize" where a
+        nearest-neighbour vote on a hold-out of the training rows is clearly better with it
+        (tabular data whose row norm or column scales matter); see docs/generalisation.md.
     mu : float or "auto", default="auto"
         Weight decay ``(mu/2)||U||^2`` on the atoms ``u_j = |w_j| d_j``; "auto": 0.1 times the
         preprocessed rows' mean squared norm (0.1 for "l2"; better than the paper's 0, the former
@@ -150,7 +153,7 @@ class LASTClassifier(SoftThresholdBase):
         "shift_augment": [integers(0)],
     }
 
-    def __init__(self, n_atoms: int = 100, *, multiclass: str = "ovr", preprocess: str = "l2",
+    def __init__(self, n_atoms: int = 100, *, multiclass: str = "ovr", preprocess: str = "auto",
                  mu: float | str = "auto", nu: float = 1.0, max_dca_iter: int = 50, tol: float | None = None,
                  n_iter_no_change: int = 3, early_stopping: bool = False, validation_fraction: float = 0.1,
                  batch_size: int | str | None = None, warm_start: bool = False, device: str = "cpu",

@@ -155,7 +155,7 @@ POSITIVE_FLOAT32 = Interval(0, FLOAT32_MAX, open_low=True)
 # The parameters every estimator of lastedge.train takes.
 COMMON_CONSTRAINTS: dict[str, list] = {
     "n_atoms": [integers(1)],
-    "preprocess": [Options(KINDS)],
+    "preprocess": [Options(KINDS + ("auto",))],
     "random_state": [RANDOM_STATE, None],
 }
 

@@ -81,7 +81,7 @@ class SGDSoftThresholdClassifier(SoftThresholdBase):
         "max_iter": [integers(1)],
     }
 
-    def __init__(self, n_atoms: int = 100, *, preprocess: str = "l2", optimizer: str = "sgd",
+    def __init__(self, n_atoms: int = 100, *, preprocess: str = "auto", optimizer: str = "sgd",
                  nu: float = 1.0, mu: float = 0.0, beta: float = 100.0, eps: float = 1e-4, batch_size: int = 10,
                  max_iter: int = 250_000, step_sizes: tuple[float, ...] | None = None,
                  validation_fraction: float = 0.1, device: str = "cpu",

@@ -23,6 +23,7 @@ from lastedge.runtime import Preprocess
 from .base import validate_fit_data, validate_predict_data
 from .baselines import C_GRID, best_cross_validated, l1_dictionary, linear_svm, unit_norm
 from .params import COMMON_CONSTRAINTS, Interval, check_params
+from .preprocess_choice import resolve
 
 _C_FOLDS = 3  # cross-validation folds that choose C when it is None
 
@@ -42,7 +43,7 @@ class SparseCodingSVM(ClassifierMixin, ClassNamePrefixFeaturesOutMixin, Transfor
         SVM regularisation, on codes divided by their largest magnitude on the training rows. None
         chooses it by stratified 3-fold cross-validation in ``C_GRID`` on the codes (the dictionary
         and the codes do not depend on C, so they are computed once).
-    preprocess : {"none", "l2", "center-l2", "standardize"}, default="l2"
+    preprocess : {"auto", "none", "l2", "center-l2", "standardize"}, default="auto"
         Applied to inputs before dictionary learning and encoding.
     random_state : int, RandomState or None
         Seeds dictionary learning and the SVM.
@@ -63,7 +64,7 @@ class SparseCodingSVM(ClassifierMixin, ClassNamePrefixFeaturesOutMixin, Transfor
     }
 
     def __init__(self, n_atoms: int = 100, *, l1_penalty: float = 0.1, C: float | None = 1.0,
-                 preprocess: str = "l2", random_state=None):
+                 preprocess: str = "auto", random_state=None):
         self.n_atoms = n_atoms
         self.l1_penalty = l1_penalty
         self.C = C
@@ -75,7 +76,7 @@ class SparseCodingSVM(ClassifierMixin, ClassNamePrefixFeaturesOutMixin, Transfor
         check_params(self)
         X, y_index = validate_fit_data(self, X, y)
         rng = check_random_state(self.random_state)
-        self.preprocess_ = Preprocess.fit(self.preprocess, X)
+        self.preprocess_ = Preprocess.fit(resolve(self.preprocess, X, y_index), X)
         Z = self.preprocess_.apply(X).astype(np.float64)
         self.atoms_ = unit_norm(l1_dictionary(Z, self.n_atoms, self.l1_penalty, rng)).T
         codes = self._encode(Z)

@@ -71,3 +71,19 @@ def test_out_that_is_the_data_file_is_refused(run, capsys, tmp_path, digits_data
         assert code == 1 and len(err.strip().splitlines()) == 1
         assert f"--out {out} is the file --data reads" in err
     assert data.read_bytes() == before
+
+
+@pytest.mark.parametrize("preprocess, shown", [
+    ([], "standardize (chosen by --preprocess auto)"),  # the norm is the class: auto standardises
+    (["--preprocess", "l2"], "l2"),
+])
+def test_the_summary_names_the_preprocessing_used(run, capsys, tmp_path, preprocess, shown):
+    from sklearn.datasets import make_circles
+
+    X, y = make_circles(200, noise=0.1, factor=0.5, random_state=0)
+    np.savetxt(tmp_path / "circles.csv", np.c_[X, y], delimiter=",")
+    code, out, err = run("train", "--data", tmp_path / "circles.csv", *TINY, *preprocess,
+                         "--out", tmp_path / "m.npz")
+    assert code == 0, err
+    assert f"preprocessing     {shown}\n" in out
+    assert Model.load(tmp_path / "m.npz").preprocess.kind == shown.split()[0]

@@ -98,6 +98,27 @@ def test_two_ranks_train_the_single_process_model(case, digits_rows, tmp_path):
 
 
 @pytest.mark.slow
+@pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
+def test_ranks_choose_the_preprocessing_together(digits_rows, tmp_path):
+    """One column a thousand times the rest: preprocess="auto" chooses "standardize" from the
+    nearest-neighbour counts of both ranks, as the single process does from all rows. (The
+    objectives are not compared: the ranks' standardisation sums in another order, and full-batch
+    Adam at mu = 0 carries the difference of 1e-7 to 1e-3 in three iterations.)"""
+    X, y = digits_rows[0][:1200].copy(), digits_rows[1][:1200]
+    X[:, 20] *= 1000.0
+    np.savez(tmp_path / "data.npz", X=X, y=y)
+    params = {"n_atoms": 6, "inner_iter": 50, "mu": 0, "max_dca_iter": 3, "random_state": 1, "verbose": 0}
+    done = torchrun(tmp_path / "data.npz", tmp_path, params)
+    assert done.returncode == 0, done.stderr[-3000:]
+    single = LASTClassifier(**params).fit(X, y)
+    ranks = [np.load(tmp_path / f"rank{r}.npz") for r in (0, 1)]
+    assert np.array_equal(ranks[0]["dictionary"], ranks[1]["dictionary"])
+    model = load(tmp_path / "model.npz")
+    assert model.preprocess.kind == single.preprocess_.kind == "standardize"
+    assert np.mean(model.predict(X) == single.predict(X)) >= 0.98
+
+
+@pytest.mark.slow
 def test_a_rank_that_fails_ends_the_job_without_a_model(digits_rows, tmp_path):
     X, y = digits_rows[0][:1200], digits_rows[1][:1200]
     np.savez(tmp_path / "data.npz", X=X, y=y)

@@ -69,7 +69,7 @@ def test_model_records_numpy_parameters_as_numbers(small_blobs, fit_quietly, cls
     fitted = fit_quietly(cls(**{**params, "n_atoms": np.int64(6), real: np.float32(0.5)}), X, y)
     recorded = fitted.to_model().meta["params"]
     assert type(recorded["n_atoms"]) is int and recorded["n_atoms"] == 6 and recorded[real] == 0.5
-    assert recorded["preprocess"] == "l2" and recorded["random_state"] == params.get("random_state")
+    assert recorded["preprocess"] == "auto" and recorded["random_state"] == params.get("random_state")
 
 
 def test_failed_save_leaves_no_file_behind(tiny_last, tmp_path, monkeypatch):
