@@ -94,8 +94,6 @@ def _refuse_unused(options: ExportOptions, flags: bool) -> None:
             refuse(name, True, _named("format", "onnx", flags), fmt)
     if options.signed_weights and options.precision not in ("int8", "int8-dynamic"):
         refuse("signed_weights", True, "the int8 precisions ('int8', 'int8-dynamic')", precision)
-    if options.with_preprocessing and options.precision == "int16x8":  # opset 21's Reduce* differ
-        refuse("with_preprocessing", True, "fp32 and the int8 precisions", precision)
     static = _named("precision", "int8", flags) + " (static)"
     if options.per_channel and options.precision != "int8":
         refuse("per_channel", True, static, precision)
