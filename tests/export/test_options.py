@@ -127,6 +127,16 @@ def test_cli_precision_writes_the_same_kind_of_file(digits_case, tmp_path, capsy
     assert (metadata["precision"], (metadata["quantization"] or {}).get("mode")) == FILE_KIND[precision]
 
 
+def test_cli_int16x8_onnx_takes_the_preprocessing_in_its_graph(digits_case, tmp_path, capsys):
+    digits_case()[0].save(tmp_path / "m.npz")
+    assert main(["export", str(tmp_path / "m.npz"), "--format", "onnx", "--precision", "int16x8",
+                 "--with-preprocessing", "--calibration", "digits", "--out", str(tmp_path / "m.onnx"),
+                 "--json"]) == 0
+    result = json.loads(capsys.readouterr().out)
+    assert result["file"]["metadata"]["preprocess_in_graph"] is True
+    assert result["file"]["metadata"]["precision"] == "int16x8"
+
+
 def test_cli_refuses_a_precision_it_does_not_know(tmp_path, capsys):
     with pytest.raises(SystemExit) as exc:
         main(["export", "m.npz", "--format", "onnx", "--precision", "int4", "--out", str(tmp_path / "m.onnx")])
