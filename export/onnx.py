@@ -136,9 +136,7 @@ def build_graph(model: Model, *, form: str = "matmul", with_preprocessing: bool 
             np.ascontiguousarray(v, dtype=np.int64 if name == "row_axis" else np.float32), name)
             for name, v in constants.items()],
     )
-    opsets = [helper.make_opsetid("", opset)]
-    return helper.make_model(graph, opset_imports=opsets,
-                             ir_version=max(IR_VERSION, helper.find_min_ir_version_for(opsets)))
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)], ir_version=IR_VERSION)
 
 
 def _finish(proto: Any, metadata: dict[str, Any], model: Model, precision: str) -> Any:
