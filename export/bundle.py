@@ -25,6 +25,7 @@ from lastedge.runtime import Model, __version__, load
 from lastedge.runtime.selftest import BUNDLE_FORMAT, MANIFEST, ROWS, margins, score_bound
 
 from .bundle_scripts import TARGETS, install_script, readme
+from .options import PRECISIONS, STATIC
 from .variants import export_all
 
 CHECKOUT = Path(__file__).resolve().parents[1]  # export/ sits in the repository's root
@@ -57,7 +58,8 @@ def make_bundle(model: Model, out: str | os.PathLike, target: str, calibration: 
     out : str or os.PathLike
         The bundle's folder: it must not exist, or be empty.
     calibration : array or None
-        Raw rows calibrating the int8 files; None makes no int8 (static) file.
+        Raw rows calibrating the static files (int8; int16x8 where the target's interpreters
+        run it, ``Target.int16x8``); None makes no static file.
     X_check, y_check : array, and array or None
         Rows (and labels) for the parity check and the self-test rows.
     wheel : str or os.PathLike
@@ -104,7 +106,8 @@ def _fill(work: Path, model: Model, target: str, calibration: Any, X_check: Any,
     spec = TARGETS[target]
     (work / "models").mkdir()
     model.save(work / "models" / "model.npz")
-    precisions = ("fp32", "int8", "int8-dynamic") if calibration is not None else ("fp32", "int8-dynamic")
+    precisions = [p for p in PRECISIONS if (calibration is not None or p not in STATIC)
+                  and (spec.int16x8 or p != "int16x8")]
     parity = export_all(model, work / "models", calibration, X_check, y_check, formats=spec.formats,
                         precisions=precisions, min_rows=1,
                         min_agreement=None if synthetic else 0.99)

@@ -132,7 +132,8 @@ static SAMPLE quantize(float value)
 # input is widened once to int16 pairs and two MACs run per SMLAD), requantised to int8 (int16)
 # features (one rounding, half up: floor((acc * M + 2^(t-1)) / 2^t) with t = 31 - shift, taken
 # only above ZERO_UP_TO, where that value is positive), and each feature above the ReLU's zero
-# added into the scores with its row of output weights. Zero features
+# added into the scores with its row of output weights, or (ONE_OUTPUT_PER_ATOM, see
+# one_output_per_atom) with its one weight into its class's score. Zero features
 # (accumulators up to ZERO_UP_TO, see zero_up_to) cost a comparison.
 INT8_CORE = r"""
 #if defined(LASTEDGE_DSP)
@@ -255,9 +256,21 @@ static void block(const SAMPLE *x, const int8_t *d, const int32_t *bias, int32_t
 #define BLOCK(atom, acc) block(input, dictionary.b + (atom) * N_INPUT, hidden_bias + (atom), (acc))
 #endif
 
+/* Where a feature costs one MAC (ONE_OUTPUT_PER_ATOM), add_feature is one copy that core calls
+ * (inlined, its registers took a larger frame), and where block leaves the accumulators in
+ * registers (not the DSP's, which stores them) core tests the four in turn; else a loop over
+ * them, with add_feature's rows of weights inlined in it. */
+#if ONE_OUTPUT_PER_ATOM && !defined(LASTEDGE_DSP)
+#define FOUR_TESTS 1
+#else
+#define FOUR_TESTS 0
+#endif
+
+#if ONE_OUTPUT_PER_ATOM && defined(__GNUC__)
+__attribute__((noinline))
+#endif
 static void add_feature(int32_t acc, int atom, int32_t *scores) /* acc > ZERO_UP_TO */
 {
-    const int8_t *const w = output_weights + atom * N_OUTPUTS;
     /* acc > ZERO_UP_TO, so v >= 2^t > 0 (the feature is at least 1) and |v| < 2^62 */
     const int t = 31 - HIDDEN_SHIFT;
     const int64_t v = (int64_t)acc * HIDDEN_MULTIPLIER + ((int64_t)1 << (t - 1));
@@ -268,6 +281,10 @@ static void add_feature(int32_t acc, int atom, int32_t *scores) /* acc > ZERO_UP
 #endif
     /* the feature minus its zero point, 1 .. SAMPLE_MAX - z_f (the ReLU: up to ZERO_UP_TO, 0) */
     const int32_t f = r >= SAMPLE_MAX - FEATURE_ZERO_POINT ? SAMPLE_MAX - FEATURE_ZERO_POINT : (int32_t)r;
+#if ONE_OUTPUT_PER_ATOM /* the other weights of the atom's row are 0: one MAC */
+    scores[output_class[atom]] += f * output_weights[atom];
+#else
+    const int8_t *const w = output_weights + atom * N_OUTPUTS;
     int c;
     for (c = 0; c + 3 < N_OUTPUTS; c += 4) {
 #if defined(LASTEDGE_DSP) /* four weights in one load, split by SXTB16, each MAC one SMLABB/SMLABT */
@@ -288,6 +305,7 @@ static void add_feature(int32_t acc, int atom, int32_t *scores) /* acc > ZERO_UP
 #endif
     }
     for (; c < N_OUTPUTS; ++c) scores[c] += f * w[c];
+#endif
 }
 
 static void core(const SAMPLE *q, int32_t *scores)
@@ -302,8 +320,15 @@ static void core(const SAMPLE *q, int32_t *scores)
     for (atom = 0; atom < N_ATOMS; atom += 4) { /* padding atoms: accumulators 0, no feature */
         int32_t acc[4];
         BLOCK(atom, acc);
+#if FOUR_TESTS
+        if (acc[0] > ZERO_UP_TO) add_feature(acc[0], atom, scores);
+        if (acc[1] > ZERO_UP_TO) add_feature(acc[1], atom + 1, scores);
+        if (acc[2] > ZERO_UP_TO) add_feature(acc[2], atom + 2, scores);
+        if (acc[3] > ZERO_UP_TO) add_feature(acc[3], atom + 3, scores);
+#else
         for (c = 0; c < 4; ++c)
             if (acc[c] > ZERO_UP_TO) add_feature(acc[c], atom + c, scores);
+#endif
     }
 }
 """
@@ -321,6 +346,15 @@ def pack_dictionary(q: np.ndarray) -> np.ndarray:
     padded[:atoms, :features] = q
     blocks = padded.reshape(-1, BLOCK_ATOMS, padded.shape[1] // 4, 4)
     return blocks.transpose(0, 2, 1, 3).reshape(-1)
+
+
+def one_output_per_atom(weights: np.ndarray) -> bool:
+    """Whether the integer kernels store one output weight and one class index per atom rather
+    than the rows of ``weights`` [atoms, outputs]: with more than one output, when no row has more
+    than one nonzero weight (LAST's one-vs-all heads and shared dictionaries: each atom votes for
+    one class). The scores are the same integers; a feature costs one MAC, not ``n_outputs``."""
+    weights = np.asarray(weights)
+    return weights.shape[1] > 1 and bool(np.all(np.count_nonzero(weights, axis=1) <= 1))
 
 
 def zero_up_to(multiplier: int, shift: int) -> int:

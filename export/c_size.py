@@ -2,7 +2,8 @@
 anything is built.
 
 Constants are counted exactly from the layout ``c_source`` writes (int8: the dictionary padded to
-blocks of 4 atoms and 8 inputs, int32 biases, int8 output weights; fp32: float32 arrays), plus
+blocks of 4 atoms and 8 inputs, int32 biases, int8 output weights, as rows or one weight and one
+class index per atom; fp32: float32 arrays), plus
 the class labels. Code and the stack of one prediction beside its buffers are per core, precision
 and preprocessing: the largest measured (plus 16 bytes) with examples/mcu's compiler and flags (arm-none-eabi-gcc 12.2,
 ``-O2``; ``c_emulate``), so a prediction is an upper bound for that build; other compilers and
@@ -13,11 +14,13 @@ from __future__ import annotations
 
 from typing import Any
 
+from .c_kernels import one_output_per_atom
 from .metadata import check_model
 
 # bytes of code: [core, variant][preprocess kind], the largest over shapes and constants plus 16
 # (measured on 10 random models per kind: 30-784 features, 8-400 atoms, 2-10 classes; the
-# smallest is up to ~200 bytes less: binary models, per-tensor constants that fold)
+# smallest is up to ~200 bytes less: binary models, per-tensor constants that fold; models with
+# one output weight per atom, ``one_output_per_atom``, 30-110 bytes less than the same shape's)
 CODE = {
     ("cortex-m4", "int8"): {"none": 776, "standardize": 792, "l2": 964, "center-l2": 1036},
     ("cortex-m4", "int8-dsp"): {"none": 740, "standardize": 752, "l2": 916, "center-l2": 988},
@@ -63,7 +66,9 @@ def constant_bytes(model: Any, precision: str) -> int:
     labels = label_bytes(model.classes.tolist())
     if precision == "fp32":
         return 4 * n * k + 4 * k * m + standardize + labels
-    return _up(k, 4) * _up(n, 8) + 4 * _up(k, 4) + k * m + standardize + labels
+    # output weights: rows, or one weight and a class index (uint8, or uint16) per atom
+    outputs = k * (2 if m <= 256 else 3) if one_output_per_atom(model.weights) else k * m
+    return _up(k, 4) * _up(n, 8) + 4 * _up(k, 4) + outputs + standardize + labels
 
 
 def buffer_bytes(model: Any, precision: str, dsp: bool = False) -> int:

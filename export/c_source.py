@@ -244,11 +244,25 @@ def _constants(model: Model, graph: IntegerGraph | None) -> tuple[dict[str, Any]
     hidden_bias = np.zeros(blocks, np.int64)
     hidden_bias[:model.n_atoms] = _folded_bias(graph)
     packed = c_kernels.pack_dictionary(graph.dictionary)
+    one_output = c_kernels.one_output_per_atom(model.weights)
+    defines["ONE_OUTPUT_PER_ATOM"] = int(one_output)
     arrays += [f"static const union {{ int8_t b[{packed.size}]; uint32_t w[{packed.size // 4}]; }} "
                f"dictionary = {{{_initializer('int8_t', packed, 16)}}};\n",  # words for SMLAD
-               _array("int32_t", "hidden_bias", hidden_bias, 8),
-               _array("int8_t", "output_weights", graph.weights.T)]
+               _array("int32_t", "hidden_bias", hidden_bias, 8), *_output_arrays(graph, one_output)]
     return defines, arrays
+
+
+def _output_arrays(graph: IntegerGraph, one_output: bool) -> list[str]:
+    """The output layer's int8 weights: rows [atoms, outputs], or (``one_output``, see
+    ``c_kernels.one_output_per_atom``) one weight per atom and the index of the class it votes
+    for (its nonzero's column; 0 where it has none)."""
+    weights = graph.weights.T
+    if not one_output:
+        return [_array("int8_t", "output_weights", weights)]
+    column = np.argmax(weights != 0, axis=1)
+    index_type = "uint8_t" if weights.shape[1] <= 256 else "uint16_t"
+    return [_array("int8_t", "output_weights", weights[np.arange(len(weights)), column]),
+            _array(index_type, "output_class", column)]
 
 
 def render(model: Model, prefix: str, graph: IntegerGraph | None, description: str) -> tuple[str, str]:

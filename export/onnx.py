@@ -22,6 +22,7 @@ from .options import ExportOptions, check_export_options
 
 OPSET = 17
 IR_VERSION = 8
+OPSET_INT16 = 21  # the first opset whose QuantizeLinear and DequantizeLinear take int16
 INPUT, OUTPUT = "input", "scores"
 PRODUCER = "lastedge"
 
@@ -46,7 +47,14 @@ def _standardize_nodes(helper: Any) -> tuple[list, str]:
             helper.make_node("Div", ["centered", "scale"], ["standardized"])], "standardized"
 
 
-def _normalise_nodes(helper: Any, kind: str) -> tuple[list, str]:
+def _reduce(helper: Any, op: str, source: str, output: str, opset: int) -> Any:
+    """A Reduce* node over each row (axis 1): from opset 18 the axes are an input (``row_axis``)."""
+    if opset >= 18:
+        return helper.make_node(op, [source, "row_axis"], [output], keepdims=1)
+    return helper.make_node(op, [source], [output], axes=[1], keepdims=1)
+
+
+def _normalise_nodes(helper: Any, kind: str, opset: int) -> tuple[list, str]:
     """Per-sample (centering and) l2 normalisation as ops; a zero-norm row stays zero.
 
     Each row is first divided by its largest magnitude (which changes neither form), so that its
@@ -55,16 +63,16 @@ def _normalise_nodes(helper: Any, kind: str) -> tuple[list, str]:
     (scores 0) and those of values below ~1e-19 underflowed to a norm clamped far above the row's.
     """
     nodes = [helper.make_node("Abs", [INPUT], ["magnitude"]),
-             helper.make_node("ReduceMax", ["magnitude"], ["row_peak"], axes=[1], keepdims=1),
+             _reduce(helper, "ReduceMax", "magnitude", "row_peak", opset),
              helper.make_node("Max", ["row_peak", "tiny"], ["clamped_row_peak"]),
              helper.make_node("Div", [INPUT, "clamped_row_peak"], ["rescaled"])]
     source = "rescaled"
     if kind == "center-l2":
-        nodes += [helper.make_node("ReduceMean", [source], ["row_mean"], axes=[1], keepdims=1),
+        nodes += [_reduce(helper, "ReduceMean", source, "row_mean", opset),
                   helper.make_node("Sub", [source, "row_mean"], ["centered"])]
         source = "centered"
     nodes += [
-        helper.make_node("ReduceSumSquare", [source], ["squared_norm"], axes=[1], keepdims=1),
+        _reduce(helper, "ReduceSumSquare", source, "squared_norm", opset),
         helper.make_node("Max", ["squared_norm", "tiny"], ["clamped_squared_norm"]),
         helper.make_node("Sqrt", ["clamped_squared_norm"], ["norm"]),
         helper.make_node("Div", [source, "norm"], ["normalized"]),
@@ -72,20 +80,23 @@ def _normalise_nodes(helper: Any, kind: str) -> tuple[list, str]:
     return nodes, "normalized"
 
 
-def _preprocessing(model: Model, helper: Any) -> tuple[list, str, dict[str, np.ndarray]]:
+def _preprocessing(model: Model, helper: Any, opset: int) -> tuple[list, str, dict[str, np.ndarray]]:
     """The preprocessing's nodes, the name of their output and their constants."""
     kind = model.preprocess.kind
     if kind == "standardize":
         nodes, source = _standardize_nodes(helper)
         return nodes, source, {"mean": model.preprocess.mean, "scale": model.preprocess.scale}
     if kind in ("l2", "center-l2"):
-        nodes, source = _normalise_nodes(helper, kind)
-        return nodes, source, {"tiny": np.array([_TINY], dtype=np.float32)}
+        nodes, source = _normalise_nodes(helper, kind, opset)
+        constants = {"tiny": np.array([_TINY], dtype=np.float32)}
+        if opset >= 18:
+            constants["row_axis"] = np.array([1], dtype=np.int64)
+        return nodes, source, constants
     return [], INPUT, {}
 
 
 def build_graph(model: Model, *, form: str = "matmul", with_preprocessing: bool = False,
-                rescale_atoms: bool = False) -> Any:
+                rescale_atoms: bool = False, opset: int = OPSET) -> Any:
     """The float ONNX model (no metadata yet).
 
     ``form="matmul"``: ``MatMul -> Sub -> Relu -> MatMul``, the fp32 file. ``form="gemm"``:
@@ -93,13 +104,14 @@ def build_graph(model: Model, *, form: str = "matmul", with_preprocessing: bool 
     lets onnxruntime fuse the whole chain into integer ops. ``with_preprocessing`` puts the model's
     preprocessing in the graph as float ops before that core, so the file takes raw features.
     ``rescale_atoms``: unit dictionary columns (:mod:`.atom_scaling`), for the graphs that int8
-    quantizes.
+    quantizes. ``opset``: ``OPSET``, or ``OPSET_INT16`` for the graph that int16x8 quantizes (its
+    Reduce* nodes then take their axes as an input).
     """
     onnx = _onnx()
     helper, numpy_helper = onnx.helper, onnx.numpy_helper
     if form not in ("matmul", "gemm"):
         raise ValueError(f"form must be 'matmul' or 'gemm', got {form!r}")
-    nodes, source, constants = _preprocessing(model, helper) if with_preprocessing else ([], INPUT, {})
+    nodes, source, constants = _preprocessing(model, helper, opset) if with_preprocessing else ([], INPUT, {})
     D, threshold, W = graph_parameters(model, rescale_atoms)
     constants.update(dictionary=D, weights=W)
     if form == "matmul":
@@ -120,12 +132,11 @@ def build_graph(model: Model, *, form: str = "matmul", with_preprocessing: bool 
         nodes, "lastedge",
         [helper.make_tensor_value_info(INPUT, onnx.TensorProto.FLOAT, ["batch", model.n_features])],
         [helper.make_tensor_value_info(OUTPUT, onnx.TensorProto.FLOAT, ["batch", model.n_outputs])],
-        initializer=[numpy_helper.from_array(np.ascontiguousarray(v, dtype=np.float32), name)
-                     for name, v in constants.items()],
+        initializer=[numpy_helper.from_array(
+            np.ascontiguousarray(v, dtype=np.int64 if name == "row_axis" else np.float32), name)
+            for name, v in constants.items()],
     )
-    proto = helper.make_model(graph, opset_imports=[helper.make_opsetid("", OPSET)],
-                              ir_version=IR_VERSION)
-    return proto
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)], ir_version=IR_VERSION)
 
 
 def _finish(proto: Any, metadata: dict[str, Any], model: Model, precision: str) -> Any:
@@ -160,7 +171,8 @@ def _quantized(model: Model, options: ExportOptions) -> tuple[Any, dict[str, Any
     rows = check_calibration(options.calibration, model)
     ranges = Ranges.measure(model, rows, options.margin)
     proto = quantize_static(
-        build_graph(model, form="gemm", with_preprocessing=pre, rescale_atoms=True),
+        build_graph(model, form="gemm", with_preprocessing=pre, rescale_atoms=True,
+                    opset=OPSET_INT16 if int16 else OPSET),
         rows if pre else model.preprocess.apply(rows),  # what the graph's input receives
         ranges, per_channel=options.per_channel, signed_weights=options.signed_weights, int16=int16,
     )
@@ -192,8 +204,8 @@ def to_onnx(
         "int8": static QDQ, 8-bit weights and activations (stored as uint8) calibrated on
         ``calibration``, run as integer ``QGemm`` kernels; "int8-dynamic": 8-bit weights, each
         batch's activations quantized as the file runs, no calibration data; "int16x8": static
-        QDQ with int8 weights and int16 activations (opset 21; no ``with_preprocessing``), for
-        models whose decisions have little margin.
+        QDQ with int8 weights and int16 activations (opset 21), for models whose decisions
+        have little margin.
     calibration : array, "int8" and "int16x8" only
         Raw rows [n_rows, n_features] (before preprocessing; a batch of images
         [n_rows, H, W(, 3)] is flattened), >= 20 rows.

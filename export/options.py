@@ -26,7 +26,7 @@ import numpy as np
 from .calibration import DEFAULT_MARGIN, Ranges, check_margin
 
 FORMATS = ("onnx", "tflite")
-PRECISIONS = ("fp32", "int8", "int8-dynamic")  # every format's
+PRECISIONS = ("fp32", "int8", "int8-dynamic", "int16x8")  # every format's
 STATIC = ("int8", "int16x8")  # calibrated on rows; int16x8: 16-bit activations
 ONNX_ONLY = ("signed_weights", "with_preprocessing")
 
@@ -94,8 +94,6 @@ def _refuse_unused(options: ExportOptions, flags: bool) -> None:
             refuse(name, True, _named("format", "onnx", flags), fmt)
     if options.signed_weights and options.precision not in ("int8", "int8-dynamic"):
         refuse("signed_weights", True, "the int8 precisions ('int8', 'int8-dynamic')", precision)
-    if options.with_preprocessing and options.precision == "int16x8":  # opset 21's Reduce* differ
-        refuse("with_preprocessing", True, "fp32 and the int8 precisions", precision)
     static = _named("precision", "int8", flags) + " (static)"
     if options.per_channel and options.precision != "int8":
         refuse("per_channel", True, static, precision)
@@ -121,7 +119,7 @@ def check_export_options(format: str, precision: str = "fp32", *, calibration: A
     """
     options = ExportOptions(
         format=_choice(_named("format", None, flags), format, FORMATS),
-        precision=_choice(_named("precision", None, flags), precision, (*PRECISIONS, "int16x8")),
+        precision=_choice(_named("precision", None, flags), precision, PRECISIONS),
         calibration=calibration, margin=check_margin(margin),
         per_channel=_switch("per_channel", per_channel),
         signed_weights=_switch("signed_weights", signed_weights),

@@ -15,7 +15,7 @@ import math
 
 from .files import Header, parse_header
 from .graph_rules import BATCH, Widths, atoms, precision_kinds, refusal
-from .onnx_graph import FLOAT, Node, OnnxGraph, read_onnx_graph
+from .onnx_graph import FLOAT, INT64, Node, OnnxGraph, read_onnx_graph
 
 CORE_OPS = {
     "fp32": {"MatMul", "Sub", "Relu"},
@@ -31,13 +31,16 @@ UNARY = {"Relu", "Abs", "Sqrt", "Cast", "QuantizeLinear", "DequantizeLinear"}
 REDUCTIONS = {"ReduceMax", "ReduceMean", "ReduceSumSquare"}
 # op -> (inputs required, inputs at most); every op has one output but DynamicQuantizeLinear
 ARITY = {"MatMul": (2, 2), "MatMulInteger": (2, 4), "Gemm": (2, 3), "Sub": (2, 2), "Div": (2, 2),
-         "Mul": (2, 2), "Max": (1, 2), "QuantizeLinear": (2, 3), "DequantizeLinear": (2, 3)}
+         "Mul": (2, 2), "Max": (1, 2), "QuantizeLinear": (2, 3), "DequantizeLinear": (2, 3),
+         **{op: (1, 2) for op in REDUCTIONS}}  # opset 18 on: the axes an (int64 constant) input
 # inputs that may be left out (named ""): biases and zero points; onnxruntime 1.32 crashed
 # (SIGSEGV) running a Max whose second input was left out
 OPTIONAL_INPUTS = {"Gemm": {2}, "MatMulInteger": {2, 3}, "QuantizeLinear": {2}, "DequantizeLinear": {2}}
 EIGHT_BIT = {"uint8": 2, "int8": 3}  # TensorProto.DataType of quantized weights
 CONSTANT_TYPES = {FLOAT, 2, 3, 6}  # float, uint8, int8, int32
 INT16 = 5  # the zero points of int16x8 files' activations
+# int16x8 files (opset 21): int16 zero points, and int64 axes of the preprocessing's Reduce* nodes
+INT16X8_TYPES = {INT16, INT64}
 
 
 def check_onnx_graph(data, source: str) -> Header:
@@ -57,11 +60,12 @@ def check_onnx_graph(data, source: str) -> Header:
             raise refusal(source, _where(index, node), f"no {'/'.join(precision_kinds(header, source))} "
                           f"graph of lastedge's has this operator (preprocessing in the graph: "
                           f"{header.preprocess_in_graph})")
-    types = CONSTANT_TYPES | ({INT16} if precision_kinds(header, source) == ("int16x8",) else set())
+    types = CONSTANT_TYPES | (INT16X8_TYPES if precision_kinds(header, source) == ("int16x8",) else set())
     odd = [t for t in graph.initializers.values() if t.data_type not in types]
     if odd:
         raise refusal(source, f"constant {odd[0].name!r}", f"element type {odd[0].data_type}; "
-                      "lastedge's constants are float, uint8, int8 or int32 (and int16 in int16x8 files)")
+                      "lastedge's constants are float, uint8, int8 or int32 (and int16, int64 axes "
+                      "in int16x8 files)")
     shapes = _Shapes(graph, header, source)
     for index, node in enumerate(graph.nodes):
         shapes.run(node, _where(index, node))
@@ -147,6 +151,9 @@ class _Shapes:
         if undefined:
             raise refusal(self.source, where, f"input {undefined[0]!r} is not defined before it "
                           "(a cycle, or a value from nowhere)")
+        axes = node.inputs[1:] if node.op_type in REDUCTIONS else ()
+        if any(self._is_axes(name) for name in node.inputs if name not in axes):
+            raise refusal(self.source, where, "an int64 constant where only a Reduce's axes take one")
         inputs = [self.shapes[name] for name in node.inputs if name]
         outputs = self._outputs(node, inputs, where)
         if len(node.outputs) != len(outputs):
@@ -165,7 +172,8 @@ class _Shapes:
         if op == "DynamicQuantizeLinear":
             return [inputs[0], (), ()]
         if op in REDUCTIONS:
-            return [_reduced(inputs[0], attributes, lambda why: refusal(self.source, where, why))]
+            return [_reduced(inputs[0], self._axes(node, where), attributes.get("keepdims", 1),
+                             lambda why: refusal(self.source, where, why))]
         if op in PRODUCTS:
             a, b = inputs[:2]
             if op == "Gemm":
@@ -177,6 +185,20 @@ class _Shapes:
                 self._broadcast([product, inputs[2]], where)
             return [product]
         return [self._broadcast(inputs, where)]
+
+    def _is_axes(self, name: str) -> bool:
+        tensor = self.graph.initializers.get(name)
+        return tensor is not None and tensor.data_type == INT64
+
+    def _axes(self, node: Node, where: str) -> object:
+        """A Reduce node's axes: its attribute (opset 17), or (opset 18 on) its second input, a
+        constant int64 tensor of a few values; neither: every axis."""
+        if len(node.inputs) == 1:
+            return node.attributes.get("axes")
+        tensor = self.graph.initializers.get(node.inputs[1])
+        if "axes" in node.attributes or not self._is_axes(node.inputs[1]) or not tensor.values:
+            raise refusal(self.source, where, "its axes are not one constant int64 tensor of a few values")
+        return tensor.values
 
     def _broadcast(self, shapes: list[tuple], where: str) -> tuple:
         """numpy's broadcast of ``shapes``, where the batch matches only itself and 1."""
@@ -206,14 +228,14 @@ class _Shapes:
                 raise refusal(self.source, f"value {name!r}", f"declared {problem}")
 
 
-def _reduced(shape: tuple, attributes: dict, refuse) -> tuple:
-    """The shape a Reduce* node gives (opset 17: ``axes`` attribute; none: every axis)."""
-    axes = attributes.get("axes", tuple(range(len(shape))))
+def _reduced(shape: tuple, axes: object, keepdims: object, refuse) -> tuple:
+    """The shape a Reduce* node gives over ``axes`` (None: every axis)."""
+    axes = tuple(range(len(shape))) if axes is None else axes
     axes = (axes,) if isinstance(axes, int) else axes
     if not all(isinstance(a, int) and -len(shape) <= a < len(shape) for a in axes):
         raise refuse(f"axes {axes} of a shape {list(shape)}")
     axes = {a % len(shape) for a in axes}
-    if attributes.get("keepdims", 1):
+    if keepdims:
         return tuple(1 if i in axes else d for i, d in enumerate(shape))
     return tuple(d for i, d in enumerate(shape) if i not in axes)
 

@@ -1,5 +1,6 @@
-"""Read an ONNX file's graph from its bytes (nodes, attributes, initializers' shapes), refusing at
-the wire level what lastedge's exporter never writes.
+"""Read an ONNX file's graph from its bytes (nodes, attributes, initializers' shapes, and the values
+of int64 ones of a few values: a Reduce's axes), refusing at the wire level what lastedge's
+exporter never writes.
 
 No onnx or onnxruntime: :mod:`.protobuf` reads the bytes, so the check runs on any device before
 an interpreter sees the file. Refused here: model-level functions and training information,
@@ -44,6 +45,8 @@ FIELD_NAMES = {20: "training_info", 25: "functions", 15: "sparse_initializer", 1
 # TensorProto.DataType -> bytes per element of the numeric types (``onnx_check`` allows fewer)
 ELEMENT_BYTES = {1: 4, 2: 1, 3: 1, 4: 2, 5: 2, 6: 4, 7: 8, 9: 1, 10: 2, 11: 8, 12: 4, 13: 8, 16: 2}
 FLOAT = 1
+INT64 = 7
+MAX_READ = 8  # int64 initializers up to this many values are read (the exporter's: one axis)
 
 Attribute = Union[int, float, tuple]
 
@@ -62,11 +65,13 @@ class Node:
 
 @dataclass(frozen=True)
 class Initializer:
-    """A constant tensor: its element type and shape (its data was checked to fill that shape)."""
+    """A constant tensor: its element type and shape (its data was checked to fill that shape);
+    an int64 one of at most ``MAX_READ`` values (a Reduce's axes) with its values too."""
 
     name: str
     data_type: int
     dims: tuple[int, ...]
+    values: tuple[int, ...] = ()
 
 
 @dataclass
@@ -181,7 +186,7 @@ def _attribute(data, where: Span) -> tuple[str, Attribute]:
 
 def _initializer(data, where: Span) -> Initializer:
     """A numeric TensorProto whose data (raw or typed, one kind) fills its dims exactly."""
-    name, data_type, dims, counts = "", 0, [], []
+    name, data_type, dims, counts, fields = "", 0, [], [], []
     for number, wire, value in _known(data, where, TENSOR_FIELDS, "an initializer"):
         if number == 1:
             dims += [pb.signed(d) for d in pb.integers(data, number, wire, value)]
@@ -194,13 +199,27 @@ def _initializer(data, where: Span) -> Initializer:
                              "EXTERNAL), which lastedge never writes")
         elif number in DATA_FIELDS:
             counts.append((number, _count(data, number, wire, value, ELEMENT_BYTES.get(data_type, 1))))
+            fields.append((number, wire, value))
     values = math.prod(dims)
     if data_type not in ELEMENT_BYTES or any(d < 0 for d in dims) or len(dims) > 8:
         raise ValueError(f"initializer {name!r} has element type {data_type} and dims {dims}")
     if len({number for number, _ in counts}) > 1 or sum(held for _, held in counts) != values:
         raise ValueError(f"initializer {name!r} declares dims {dims} ({values} values) but holds "
                          f"{sum(held for _, held in counts):g}")
-    return Initializer(name, data_type, tuple(dims))
+    read = data_type == INT64 and values <= MAX_READ
+    return Initializer(name, data_type, tuple(dims), _int64s(data, fields) if read else ())
+
+
+def _int64s(data, fields: list) -> tuple[int, ...]:
+    """The values of an int64 tensor's data fields: ``int64_data`` varints or little-endian
+    ``raw_data`` (the count already checked against its dims)."""
+    values: list[int] = []
+    for number, wire, value in fields:
+        if number == 9:
+            values += np.frombuffer(pb.text(data, pb.span(number, wire, value)), dtype="<i8").tolist()
+        elif number == 7:
+            values += [pb.signed(v) for v in pb.integers(data, number, wire, value)]
+    return tuple(values)
 
 
 def _count(data, number: int, wire: int, value: pb.Value, element_bytes: int) -> float:

@@ -28,8 +28,9 @@ BUNDLE_FORMAT = "lastedge-bundle"
 # Score bounds relative to 1 + the largest stored score, per precision. fp32: float32 rounding
 # across CPUs and BLAS kernels (measured on emulated Arm: 1e-7). int8: a few output quantization
 # steps (a static file's scores come in steps of about range / 255) or rounding of a dynamic
-# file's on-the-fly quantization, which kernels may do either way.
-SCORE_BOUNDS = {"fp32": 1e-5, "int8": 2e-2, "int8-dynamic": 2e-2}
+# file's on-the-fly quantization, which kernels may do either way; int16x8 (steps 256 times
+# finer) as int8.
+SCORE_BOUNDS = {"fp32": 1e-5, "int8": 2e-2, "int8-dynamic": 2e-2, "int16x8": 2e-2}
 
 
 def score_bound(precision: str, scores: np.ndarray) -> float:

@@ -26,8 +26,6 @@ def test_export_c_writes_proven_files(run, tiny_model_file, tmp_path, precision)
     (["--format", "c", "--precision", "int8-dynamic"], "--format c takes --precision fp32, int8, int16x8"),
     (["--format", "c", "--with-preprocessing"], "--with-preprocessing does not apply to --format c"),
     (["--format", "c", "--precision", "int8"], "--precision int8 needs --calibration"),
-    (["--format", "onnx", "--precision", "int16x8", "--calibration", "digits", "--with-preprocessing"],
-     "--with-preprocessing applies to fp32 and the int8 precisions only, got --precision int16x8"),
     (["--format", "onnx", "--prefix", "a"], "--prefix applies to --format c only"),
     (["--format", "c", "--prefix", "9lives"], "prefix must be a C identifier"),
 ])

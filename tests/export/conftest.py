@@ -75,6 +75,21 @@ def random_model():
     return build_random_model
 
 
+def build_one_output_per_atom(model: Model) -> Model:
+    """``model`` with each atom's output weights cut to its largest: each atom votes for one
+    class, as in LAST's one-vs-all and shared models."""
+    W = np.zeros_like(model.weights)
+    rows, columns = np.arange(len(W)), np.abs(model.weights).argmax(axis=1)
+    W[rows, columns] = model.weights[rows, columns]
+    return Model(model.dictionary, W, model.classes, model.alpha, model.preprocess)
+
+
+@pytest.fixture(scope="session")
+def one_output_per_atom():
+    """``build_one_output_per_atom``: a model's output weights cut to one per atom."""
+    return build_one_output_per_atom
+
+
 @pytest.fixture(scope="session")
 def digits_case():
     """``build_digits_case``: a trained digits model and its split (cached per preprocessing)."""

@@ -152,6 +152,18 @@ def test_the_compiled_model_matches_on_held_out_digits(digits, precision):
         assert figures["within_tolerance"] and figures["max_score_error"] < 1e-4
 
 
+@pytest.mark.parametrize("precision", ["int8", "int16x8"])
+def test_one_output_weight_per_atom_gives_the_same_integers(digits, precision, one_output_per_atom):
+    """An atom that votes for one class is stored as one weight and a class index: the scores
+    are the integer graph's, bit for bit."""
+    model, X_train, _, X_test, y_test = digits
+    c_model = build_c(one_output_per_atom(model), precision=precision, calibration=X_train)
+    assert "#define ONE_OUTPUT_PER_ATOM 1" in c_model.source
+    figures = measure_c_parity(c_model, X_test, y_test)
+    assert figures["problems"] == [] and figures["agreement"] >= 0.99
+    assert figures["input_identical"] and figures["scores_identical"] and figures["labels_identical"]
+
+
 def _extreme_rows(X: np.ndarray) -> np.ndarray:
     """Real rows, and rows at the ends of float32: zeros, huge, tiny and subnormal values."""
     rng = np.random.default_rng(0)
@@ -309,9 +321,11 @@ def test_a_file_in_the_way_is_refused(digits, tmp_path):
         to_c(digits[0], tmp_path / "taken")
 
 
-@pytest.mark.parametrize("precision", ["fp32", "int8", "int16x8"])
-def test_no_undefined_behaviour_under_the_sanitizers(precision, random_model):
+@pytest.mark.parametrize("precision, one_output", [("fp32", False), ("int8", False), ("int8", True),
+                                                   ("int16x8", False), ("int16x8", True)])
+def test_no_undefined_behaviour_under_the_sanitizers(precision, one_output, random_model, one_output_per_atom):
     model, X = random_model(n_features=20, n_atoms=13, n_classes=3, kind="center-l2", seed=5)
+    model = one_output_per_atom(model) if one_output else model
     c_model = build_c(model, precision=precision, calibration=X[:200] if precision != "fp32" else None)
     flags = (*HOST_FLAGS, "-g", "-fsanitize=undefined,address", "-fno-sanitize-recover=all")
     rows = _extreme_rows(X[200:])

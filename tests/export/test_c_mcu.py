@@ -16,16 +16,20 @@ from lastedge.export.c_size import constant_bytes, predict_size
 
 SCRIPT = Path(__file__).resolve().parents[2] / "scripts" / "mcu_check.py"
 SHAPES = [(64, 50, 10, "center-l2"), (37, 21, 5, "standardize"), (30, 8, 2, "none"), (100, 9, 3, "l2")]
-TYPE_BYTES = {"int8_t": 1, "int32_t": 4, "float": 4}
+TYPE_BYTES = {"int8_t": 1, "uint8_t": 1, "int32_t": 4, "float": 4}
 
 
 @pytest.mark.parametrize("n, k, classes, kind", SHAPES)
 @pytest.mark.parametrize("precision", ["fp32", "int8", "int16x8"])
-def test_predicted_constants_are_the_generated_arrays(n, k, classes, kind, precision, random_model):
+@pytest.mark.parametrize("one_output", [False, True])
+def test_predicted_constants_are_the_generated_arrays(n, k, classes, kind, precision, one_output, random_model,
+                                                     one_output_per_atom):
     model, X = random_model(n_features=n, n_atoms=k, n_classes=classes, kind=kind, seed=1)
+    model = one_output_per_atom(model) if one_output else model
     source = build_c(model, precision=precision, calibration=X[:100] if precision != "fp32" else None).source
     arrays = sum(TYPE_BYTES[ctype] * int(named or union) for ctype, named, union in
-                 re.findall(r"(int8_t|int32_t|float) (?:\w+\[(\d+)\] =|b\[(\d+)\];)", source))
+                 re.findall(r"\b(u?int8_t|int32_t|float) (?:\w+\[(\d+)\] =|b\[(\d+)\];)", source))
+    assert (f"output_class[{k}] =" in source) is (one_output and classes > 2 and precision != "fp32")
     strings = [len(str(c)) + 1 for c in range(classes)]  # labels 0, 1, ...: 4-byte aligned but the last
     labels = 4 * classes + sum((s + 3) // 4 * 4 for s in strings[:-1]) + strings[-1]
     assert constant_bytes(model, precision) == arrays + labels

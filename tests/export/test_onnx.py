@@ -159,8 +159,30 @@ def test_int16x8_is_qdq_with_int16_activations_at_opset_21(digits_case, tmp_path
     assert describe(path)["metadata"]["precision"] == "int16x8"
     figures = assert_parity(model, path, X_test, y_test)
     assert figures["agreement"] >= 0.99 and figures["accuracy_drop"] <= 0.005
-    with pytest.raises(ValueError, match="with_preprocessing=True applies to fp32 and the int8"):
-        to_onnx(model, tmp_path / "p.onnx", precision="int16x8", calibration=X_train, with_preprocessing=True)
+
+
+@pytest.mark.parametrize("kind", ["none", "l2", "center-l2", "standardize"])
+def test_int16x8_with_preprocessing_takes_raw_rows(digits_case, tmp_path, kind):
+    """The preprocessing in float ops before the int16 QDQ core, as in int8 files; at opset 21
+    each Reduce* takes its axes as an int64 input. The file passes the export's parity bounds on
+    raw held-out rows and runs through lastedge.runtime (the graph check included)."""
+    from lastedge.runtime import load
+
+    model, X_train, _, X_test, y_test = digits_case(kind)
+    path = to_onnx(model, tmp_path / "q.onnx", precision="int16x8", calibration=X_train,
+                   with_preprocessing=True)
+    proto = onnx.load(path)
+    assert [(o.domain, o.version) for o in proto.opset_import] == [("", 21)]
+    meta = describe(path)["metadata"]
+    assert meta["preprocess_in_graph"] is (kind != "none") and meta["precision"] == "int16x8"
+    assert meta["quantization"]["input_is_raw"] is False  # the core quantizes preprocessed rows
+    reductions = [n for n in proto.graph.node if n.op_type.startswith("Reduce")]
+    assert len(reductions) == {"l2": 2, "center-l2": 3}.get(kind, 0)
+    assert all(list(n.input[1:]) == ["row_axis"] and all(a.name != "axes" for a in n.attribute)
+               for n in reductions)
+    figures = assert_parity(model, path, X_test, y_test)
+    assert figures["agreement"] >= 0.99 and figures["accuracy_drop"] <= 0.005
+    np.testing.assert_array_equal(load(path).predict(X_test), run("onnxruntime", path, X_test).argmax(1))
 
 
 def test_int8_is_about_four_times_smaller_for_dictionary_heavy_models(random_model, tmp_path):

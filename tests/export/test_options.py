@@ -14,11 +14,12 @@ pytest.importorskip("onnxruntime")
 
 from lastedge.cli import main  # noqa: E402
 from lastedge.export import describe, export_all, to_onnx, to_tflite  # noqa: E402
-from lastedge.export.options import PRECISIONS, check_export_options  # noqa: E402
+from lastedge.export.options import PRECISIONS, STATIC, check_export_options  # noqa: E402
 
 WRITERS = {"onnx": to_onnx, "tflite": to_tflite}
 # what the metadata says of each precision, in both formats: (precision, quantization mode)
-FILE_KIND = {"fp32": ("fp32", None), "int8": ("int8", "static"), "int8-dynamic": ("int8", "dynamic")}
+FILE_KIND = {"fp32": ("fp32", None), "int8": ("int8", "static"), "int8-dynamic": ("int8", "dynamic"),
+             "int16x8": ("int16x8", "static")}
 
 
 def test_both_writers_take_the_same_options_with_the_same_defaults():
@@ -34,7 +35,7 @@ def test_both_writers_take_the_same_options_with_the_same_defaults():
 def test_one_precision_writes_the_same_kind_of_file_in_both_formats(random_model, tmp_path, fmt, precision):
     model, X = random_model()
     path = WRITERS[fmt](model, tmp_path / f"m.{fmt}", precision=precision,
-                        calibration=X if precision == "int8" else None)
+                        calibration=X if precision in STATIC else None)
     metadata = describe(path)["metadata"]
     quantization = metadata["quantization"] or {}
     assert (metadata["precision"], quantization.get("mode")) == FILE_KIND[precision]
@@ -83,7 +84,7 @@ def test_onnx_only_options_are_refused_for_tflite(random_model, tmp_path, precis
     model, X = random_model()
     with pytest.raises(ValueError, match=f"{option}=True applies to format='onnx' only, got format='tflite'"):
         to_tflite(model, tmp_path / "m.tflite", precision=precision, **{option: True},
-                  calibration=X if precision == "int8" else None)
+                  calibration=X if precision in STATIC else None)
     assert not any(tmp_path.iterdir())
 
 
@@ -124,6 +125,16 @@ def test_cli_precision_writes_the_same_kind_of_file(digits_case, tmp_path, capsy
                  "--calibration", "digits", "--out", str(out), "--json"]) == 0
     metadata = json.loads(capsys.readouterr().out)["file"]["metadata"]
     assert (metadata["precision"], (metadata["quantization"] or {}).get("mode")) == FILE_KIND[precision]
+
+
+def test_cli_int16x8_onnx_takes_the_preprocessing_in_its_graph(digits_case, tmp_path, capsys):
+    digits_case()[0].save(tmp_path / "m.npz")
+    assert main(["export", str(tmp_path / "m.npz"), "--format", "onnx", "--precision", "int16x8",
+                 "--with-preprocessing", "--calibration", "digits", "--out", str(tmp_path / "m.onnx"),
+                 "--json"]) == 0
+    result = json.loads(capsys.readouterr().out)
+    assert result["file"]["metadata"]["preprocess_in_graph"] is True
+    assert result["file"]["metadata"]["precision"] == "int16x8"
 
 
 def test_cli_refuses_a_precision_it_does_not_know(tmp_path, capsys):

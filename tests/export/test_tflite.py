@@ -114,13 +114,14 @@ def test_schema_enums_match_the_interpreters_own_schema():
         assert getattr(getattr(litert_schema, enum), name) == value == getattr(getattr(tfl, enum), name)
 
 
-def test_export_all_writes_and_checks_six_files(digits_case, tmp_path):
+def test_export_all_writes_and_checks_eight_files(digits_case, tmp_path):
     pytest.importorskip("onnxruntime")
     from lastedge.export import export_all
 
     model, X_train, y_train, X_test, y_test = digits_case()
     rows = export_all(model, tmp_path, X_train, X_test, y_test)
-    variants = [(fmt, precision) for fmt in ("onnx", "tflite") for precision in ("fp32", "int8", "int8-dynamic")]
+    variants = [(fmt, precision) for fmt in ("onnx", "tflite")
+                for precision in ("fp32", "int8", "int8-dynamic", "int16x8")]
     assert [(r["format"], r["precision"]) for r in rows] == variants
     assert all(r["agreement"] >= 0.99 and r["size_bytes"] > 0 for r in rows)
     fp32_size = {r["format"]: r["size_bytes"] for r in rows if r["precision"] == "fp32"}

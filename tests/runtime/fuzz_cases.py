@@ -64,7 +64,8 @@ def model_files(folder: Path) -> dict[str, Path]:
         for name, options in (("fp32", {}), ("int8", {"precision": "int8", "calibration": rows}),
                               ("int8-channels", {"precision": "int8", "calibration": rows, "per_channel": True}),
                               ("dynamic", {"precision": "int8-dynamic"}),
-                              ("signed", {"precision": "int8", "calibration": rows, "signed_weights": True})):
+                              ("signed", {"precision": "int8", "calibration": rows, "signed_weights": True}),
+                              ("int16x8", {"precision": "int16x8", "calibration": rows})):
             for graph in ("", "-graph"):
                 path = folder / f"{name}{graph}.onnx"
                 files[path.name] = to_onnx(model, path, with_preprocessing=bool(graph), **options)
