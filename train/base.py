@@ -182,7 +182,7 @@ class SoftThresholdBase(ModelBackedClassifier, ClassNamePrefixFeaturesOutMixin, 
         """Fit ``preprocess_`` on ``X`` (on every rank's rows of a distributed fit's ``shard``), or
         take an already ``fitted`` one, and return the training rows ``Z`` (float32).
         ``preprocess="auto"`` chooses the kind from ``X`` and its class indices ``y_index``
-        (:mod:`.preprocess_choice`; every rank the same, from the hold-out counts of all).
+        (:mod:`.preprocess_choice`; every rank the same, from the vote counts of all ranks).
 
         ``Z`` is writable: "none" passes float32 rows through, and torch warns of undefined
         behaviour on read-only memory (a memory map, joblib's copies for ``n_jobs`` searches).

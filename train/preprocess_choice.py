@@ -3,11 +3,11 @@
 The paper's unit l2 norm (``"l2"``) suits images and signals, whose contrast carries no class
 information; but it throws away each row's norm, which is all that separates some tabular classes
 (concentric circles), and lets one large column (a raw CSV column in the thousands) swamp the rest.
-``"standardize"`` keeps the norm and puts the columns on one scale. A 5-nearest-neighbour
-classifier (cheap, nothing to tune) is fitted under each on a subsample of the training rows and
-scored on a hold-out of them. "standardize" is chosen only when it is right on clearly more
-hold-out rows than "l2" (by more than two standard errors of the paired difference and at least
-one percent of the hold-out); where the two are close the paper's "l2" stays.
+``"standardize"`` keeps the norm and puts the columns on one scale. A 5-nearest-neighbour vote
+(cheap, nothing to tune) is counted under each, leave-one-out over (a subsample of) the training
+rows. "standardize" is chosen only when it is right on clearly more rows than "l2" (by more than
+two standard errors of the paired difference and at least one percent of the rows); where the
+two are close the paper's "l2" stays. Measurements: docs/generalisation.md.
 """
 
 from __future__ import annotations
@@ -57,7 +57,7 @@ def choose(counts: np.ndarray) -> str:
 
 
 def resolve(kind: str, X: np.ndarray, y: np.ndarray, shard: Shard | None = None) -> str:
-    """``kind``, or for "auto" the kind chosen on the rows ``X`` with labels ``y`` (in a
+    """``kind``, or for "auto" the kind chosen on the rows ``X`` with class indices ``y`` (in a
     distributed fit, this rank's ``shard``: the counts of every rank decide, alike on all)."""
     if kind != AUTO:
         return kind
