@@ -81,6 +81,6 @@ def test_install_sh_installs_the_bundle_and_its_self_test_passes(files, tmp_path
     done = subprocess.run(["sh", str(device / "install.sh")], capture_output=True, text=True, env=env,
                           cwd=tmp_path / "device", timeout=900)
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
-    assert "self-test passed: 7 of 7" in done.stdout  # .npz, 3 .onnx and 3 .tflite files
+    assert "self-test passed: 9 of 9" in done.stdout  # .npz, 4 .onnx and 4 .tflite files (int16x8 too)
     site = next((device / ".venv" / "lib").glob("python3*/site-packages"))
     assert (site / "lastedge" / "runtime").is_dir() and not (site / "torch").exists()

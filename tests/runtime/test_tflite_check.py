@@ -114,3 +114,19 @@ def test_load_refuses_a_damaged_file_by_name(exported, tmp_path):
     path.write_bytes(with_u32(exported, fb.field(exported, tensor, 3), 0x26000000))
     with pytest.raises(ValueError, match=f"{path}: truncated or malformed TFLite flatbuffer"):
         load(path).predict(np.zeros((1, 24)))
+
+
+def test_the_legacy_interpreter_refuses_int16x8_files(blobs, prototype_model, tmp_path):
+    """tflite-runtime 2.14 computes 16x8 files differently from LiteRT (80 % of predictions agreed
+    on digits): loading one there is refused before any wrong answer (LiteRT's class stands in for
+    the legacy one, which needs numpy < 2)."""
+    pytest.importorskip("ai_edge_litert")
+    from ai_edge_litert.interpreter import Interpreter
+
+    from lastedge.runtime.backends import TFLitePredictor
+
+    X, y = blobs()
+    path = to_tflite(prototype_model(X, y), tmp_path / "m.tflite", precision="int16x8", calibration=X)
+    with pytest.raises(ValueError, match="int16x8 file, which tflite-runtime 2.14 computes differently"):
+        TFLitePredictor(path, Interpreter, "tflite_runtime")
+    assert TFLitePredictor(path, Interpreter, "litert").precision == "int16x8"
