@@ -52,6 +52,7 @@ VARIANTS: dict[str, dict[str, Any]] = {
     "minibatch-100": {"params": {"batch_size": 100}},
     "mu-0.1": {"params": {"mu": 0.1}},
     "mu-0.1-adam": {"params": {"mu": 0.1, "inner_solver": "adam"}},
+    "mu-0.3": {"params": {"mu": 0.3}},
     "mu-1": {"params": {"mu": 1.0}},
     "nu-0.1": {"params": {"nu": 0.1}},
     "nu-10": {"params": {"nu": 10.0}},
