@@ -3,6 +3,7 @@ codes: new features named after the class, for pipelines and ``ColumnTransformer
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 from sklearn.compose import ColumnTransformer
 from sklearn.datasets import make_classification
