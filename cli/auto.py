@@ -24,9 +24,11 @@ def add_auto_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--auto", action="store_true",
                    help="LAST only: choose --preprocess among l2/standardize and --mu among 0/0.1/1/10 "
                         "on 10%% of the training rows (settings given explicitly are kept, not searched), "
-                        "then refit the best on all rows")
+                        "then refit the best on all rows; with a --budget-* option, for the atoms and form "
+                        "the budget search chose, on the same rows")
     p.add_argument("--time-budget", type=float, default=None, metavar="S",
                    help=f"--auto and budgets: start no further candidate after S seconds, keep the best so far "
+                        f"(a budget with --auto or a --mu grid: no further atoms/form candidate after S/2) "
                         f"(default {DEFAULT_TIME_BUDGET:g})")
 
 

@@ -1,7 +1,9 @@
 """``lastedge train --budget-macs/--budget-flash/--budget-latency-us``: the atom count and
 multiclass form most accurate on a hold-out of the training rows among those within a device
-budget, as :class:`lastedge.train.LASTBudgetSearch` chooses them; the final fit on all rows is the
-train command's own. The summary names the best model over the budget and how far over it is."""
+budget, as :class:`lastedge.train.LASTBudgetSearch` chooses them; with ``--auto`` or a ``--mu``
+grid, then the preprocessing and ``mu`` for that shape on the same hold-out (its ``settings``).
+The final fit on all rows is the train command's own. The summary names the best model over the
+budget and how far over it is."""
 
 from __future__ import annotations
 
@@ -59,31 +61,30 @@ def check_budget_options(args: argparse.Namespace) -> None:
         raise ValueError("--atoms and a budget exclude each other: the budget chooses the atoms")
     if args.method != "last":
         raise ValueError("budgets apply to --method last only")
-    if args.auto or len(args.mu or ()) > 1:
-        raise ValueError("a budget searches --atoms and --multiclass only: give one --preprocess and one "
-                         "--mu, without --auto")
     if args.budget_latency_us is not None and args.bench_json is None:
         raise ValueError("--budget-latency-us needs --bench-json: `lastedge bench --json` figures of the target")
 
 
 def choose_budget(estimator: Any, args: argparse.Namespace, data: Any) -> dict[str, Any] | None:
     """The hold-out choice within the budget, as a selection record (``"chosen"``, ``"budget"``,
-    ``"candidates"``, ``"runner_up"``); None when a second Ctrl-C stopped it before any refit."""
+    ``"candidates"``, ``"runner_up"``; with ``--auto`` or a ``--mu`` grid, ``"settings"``, their
+    choice for the shape chosen); None when a second Ctrl-C stopped it before any refit."""
     from sklearn.exceptions import ConvergenceWarning
 
     from lastedge.train import LASTBudgetSearch
 
-    from .auto import DEFAULT_TIME_BUDGET
+    from .auto import DEFAULT_TIME_BUDGET, auto_grid
 
     time_budget = DEFAULT_TIME_BUDGET if args.time_budget is None else args.time_budget
     if not time_budget > 0:
         raise ValueError(f"--time-budget must be positive seconds, got {args.time_budget}")
     shared = {k: v for k, v in estimator.get_params().items() if k not in ("n_atoms", "multiclass", "random_state")}
+    settings = auto_grid(args) if args.auto else {"mu": args.mu} if len(args.mu or ()) > 1 else None
     search = LASTBudgetSearch(
         max_macs=args.budget_macs, max_flash_bytes=args.budget_flash, max_latency_us=args.budget_latency_us,
         flash_format=args.budget_format, latency_model=_latency_model(args.bench_json, args.budget_format),
         multiclass=[args.multiclass] if args.multiclass else ["ovr", "shared"], holdout_fraction=SELECTION_HOLDOUT,
-        time_budget=time_budget, refit=False, estimator_params=shared, random_state=args.seed,
+        time_budget=time_budget, settings=settings, refit=False, estimator_params=shared, random_state=args.seed,
         n_jobs=search_jobs(args.jobs, args.cluster), verbose=estimator.verbose)
     search.candidates(data.X_train.shape[1], len(set(data.y_train.tolist())))  # a budget nothing fits: now
     grid_stop = StopOnInterrupt("stopping the search after this candidate fit, then fitting the best so far "
@@ -119,19 +120,31 @@ def _latency_model(path: str | None, precision: str) -> Any:
 
 
 def _record(search: Any, time_budget: float, interrupted: bool) -> dict[str, Any]:
-    """The search as the summary and the model's metadata record it (JSON-ready)."""
+    """The search as the summary and the model's metadata record it (JSON-ready): ``"chosen"``
+    holds every setting chosen, the shape's and (under ``"settings"``) the preprocessing's and mu's."""
     budget = search.budget()
     latency = budget.latency_model
-    fitted = [row for row in search.cv_results_ if row["holdout_accuracy"] is not None]
-    unfitted = [{k: row[k] for k in ("n_atoms", "multiclass")} for row in search.cv_results_
-                if row["holdout_accuracy"] is None]
     record = {"chosen": dict(search.best_params_), "holdout_fraction": SELECTION_HOLDOUT,
               "budget": {"macs": budget.macs, "flash_bytes": budget.flash_bytes, "latency_us": budget.latency_us,
                          "flash_format": budget.flash_format,
                          "latency_model": None if latency is None else {
                              "intercept_us": latency.intercept_us, "us_per_mac": latency.us_per_mac,
                              "source": latency.source}},
-              "candidates": fitted, "runner_up": search.runner_up_, "time_budget_s": time_budget}
+              **_scored(search.cv_results_, ("n_atoms", "multiclass"), interrupted),
+              "runner_up": search.runner_up_, "time_budget_s": time_budget}
+    if search.settings_results_:
+        names = [name for name in search.settings_results_[0] if name != "holdout_accuracy"]
+        record["settings"] = {"chosen": {name: search.best_params_[name] for name in names},
+                              "holdout_fraction": SELECTION_HOLDOUT,
+                              **_scored(search.settings_results_, names, interrupted)}
+    return record
+
+
+def _scored(rows: list[dict[str, Any]], names: Any, interrupted: bool) -> dict[str, Any]:
+    """``{"candidates": the rows scored}``, and those not fitted by their ``names``, as
+    ``"skipped"`` (Ctrl-C) or ``"not_fitted"`` (the time budget)."""
+    record: dict[str, Any] = {"candidates": [row for row in rows if row["holdout_accuracy"] is not None]}
+    unfitted = [{name: row[name] for name in names} for row in rows if row["holdout_accuracy"] is None]
     if unfitted:
         record["skipped" if interrupted else "not_fitted"] = unfitted
     return record
@@ -148,7 +161,8 @@ def budget_fields(selection: dict[str, Any]) -> list[tuple[str, str]]:
 
 def _budget_fields(selection: dict[str, Any]) -> list[tuple[str, str]]:
     budget, chosen = selection["budget"], selection["chosen"]
-    best = next(row for row in selection["candidates"] if all(row[k] == v for k, v in chosen.items()))
+    best = next(row for row in selection["candidates"]
+                if all(row[k] == chosen[k] for k in ("n_atoms", "multiclass")))
     within = sum(row["fits"] for row in selection["candidates"])
     fields = [("budget", _limits_text(budget)),
               ("budget choice", f"{_model_text(best, budget)}; held-out {best['holdout_accuracy']:.2%} on "
@@ -167,6 +181,20 @@ def _budget_fields(selection: dict[str, Any]) -> list[tuple[str, str]]:
         fitted = len(selection["candidates"])
         fields.append(("time budget", f"spent after {fitted} candidate{'s' if fitted > 1 else ''}; not fitted: "
                                       + ", ".join(_atoms_text(row) for row in selection["not_fitted"])))
+    if "settings" in selection:
+        fields += _settings_fields(selection["settings"])
+    return fields
+
+
+def _settings_fields(settings: dict[str, Any]) -> list[tuple[str, str]]:
+    """The lines of the settings chosen for the budget's shape (``--auto`` or a ``--mu`` grid)."""
+    from .inspect import grid_stop_text, selection_text
+
+    fields = [("settings choice", selection_text(settings) or "recorded, in a form this version cannot read")]
+    for key in ("skipped", "not_fitted"):
+        stopped = grid_stop_text(settings, key)
+        if stopped is not None:
+            fields.append(("settings grid", stopped))
     return fields
 
 

@@ -251,15 +251,17 @@ def selection_text(selection: Any) -> str | None:
     return f"{_assignments(selection['chosen'])} ({detail})"
 
 
-def grid_stop_text(selection: dict[str, Any]) -> str | None:
-    """The candidates a Ctrl-C left unfitted in a hold-out grid, as one line, e.g. ``Ctrl-C:
-    stopped after 1 of 3 candidates; not fitted: mu=1, mu=10``; None when the grid ran whole."""
-    skipped = selection.get("skipped")
+def grid_stop_text(selection: dict[str, Any], key: str = "skipped") -> str | None:
+    """The candidates a Ctrl-C (``key`` "skipped") or a spent time budget ("not_fitted") left
+    unfitted in a hold-out grid, as one line, e.g. ``Ctrl-C: stopped after 1 of 3 candidates; not
+    fitted: mu=1, mu=10``; None when the grid ran whole."""
+    skipped = selection.get(key)
     if not isinstance(skipped, list) or not skipped:
         return None
     fitted = len(selection.get("candidates") or [])
     names = ", ".join(_assignments(params) for params in skipped if isinstance(params, dict))
-    return f"Ctrl-C: stopped after {fitted} of {fitted + len(skipped)} candidates; not fitted: {names}"
+    stopped = "Ctrl-C: stopped" if key == "skipped" else "time budget spent"
+    return f"{stopped} after {fitted} of {fitted + len(skipped)} candidates; not fitted: {names}"
 
 
 def _assignments(params: dict[str, Any]) -> str:

@@ -144,8 +144,8 @@ def _train(args: argparse.Namespace) -> int:
         estimator.set_params(image_shape=data.image_shape)
     selection = None
     if args.auto or len(args.mu or ()) > 1 or budget_given(args):
-        selection = (choose_auto(estimator, args, data) if args.auto
-                     else choose_budget(estimator, args, data) if budget_given(args)
+        selection = (choose_budget(estimator, args, data) if budget_given(args)
+                     else choose_auto(estimator, args, data) if args.auto
                      else _choose_mu(estimator, args.mu, data, args.seed, args))
         if selection is None:
             return 130
@@ -163,7 +163,8 @@ def _train(args: argparse.Namespace) -> int:
         return 0
     _save_with_curve(estimator, summary, out, figure)
     print(json_text(summary) if args.json else "\n".join(_field_lines(summary)))
-    interrupted = stop.stopped_after is not None or bool(selection and selection.get("skipped"))
+    skipped = selection and (selection.get("skipped") or selection.get("settings", {}).get("skipped"))
+    interrupted = stop.stopped_after is not None or bool(skipped)
     return 130 if interrupted else 0
 
 

@@ -4,23 +4,26 @@ Like Edge Impulse's EON Tuner for its architectures: every candidate size and mu
 costed before any fit (MACs, flash, latency from the target's ``lastedge bench`` figures, see
 :mod:`~.device_cost`), those within the budget are scored on a stratified hold-out with
 :func:`~.selection.choose_params`, the best is refitted on all rows, and the most accurate model
-just over the budget is reported beside it, with how far over it is.
+just over the budget is reported beside it, with how far over it is. Given ``settings`` (as
+``lastedge train --auto`` with a budget), a second stage then chooses LASTClassifier settings such
+as the preprocessing and ``mu`` for the chosen shape, on the same hold-out, before the one refit.
 """
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
-from sklearn.base import BaseEstimator, ClassifierMixin
+from sklearn.base import BaseEstimator, ClassifierMixin, clone
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import validate_data
 
 from .device_cost import BUDGET_NAMES, DeviceBudget, LatencyModel, describe_atoms
 from .last import LASTClassifier
-from .model_search import RefittedBest, search_within
-from .selection import holdout_split
+from .model_search import DEFAULT_MU, DEFAULT_PREPROCESS, RefittedBest, search_within
+from .selection import candidate_grid, holdout_split
 
 FORMS = ("ovr", "shared")
 SEARCHED = ("n_atoms", "multiclass")
@@ -56,6 +59,14 @@ class LASTBudgetSearch(RefittedBest, ClassifierMixin, BaseEstimator):
         Share of the rows held out (stratified) to score the candidates.
     time_budget : float or None
         Seconds after which no further candidate is started; the best scored so far is kept.
+        With ``settings``, the shapes start none after half of it, the settings none after all.
+    settings : dict, "auto" or None
+        LASTClassifier settings chosen after the shape, for the chosen atoms and form on the same
+        hold-out: name -> candidate values (e.g. ``{"mu": [0, 1]}``), or ``"auto"``, the
+        preprocessings and ``mu`` values of :class:`~.model_search.LASTClassifierCV` less those
+        ``estimator_params`` sets. The shapes are scored at ``estimator_params``' settings, which
+        stay a candidate (and win ties); ``settings_results_`` lists them all, that one first,
+        and ``best_params_`` holds both choices. None: the shape alone.
     refit : bool
         Refit the best on all rows as ``best_estimator_`` (False: the search only).
     estimator_params : dict or None
@@ -72,7 +83,8 @@ class LASTBudgetSearch(RefittedBest, ClassifierMixin, BaseEstimator):
                  max_latency_us: float | None = None, flash_format: str = "int8",
                  latency_model: LatencyModel | None = None, multiclass: Sequence[str] = FORMS,
                  max_atoms: int = 512, n_sizes: int = 4, fit_over_budget: bool = True,
-                 holdout_fraction: float = 0.2, time_budget: float | None = None, refit: bool = True,
+                 holdout_fraction: float = 0.2, time_budget: float | None = None,
+                 settings: Mapping[str, Sequence[Any]] | str | None = None, refit: bool = True,
                  estimator_params: Mapping[str, Any] | None = None, random_state: int | None = None,
                  n_jobs: int | None = None, verbose: int = 0):
         self.max_macs = max_macs
@@ -86,6 +98,7 @@ class LASTBudgetSearch(RefittedBest, ClassifierMixin, BaseEstimator):
         self.fit_over_budget = fit_over_budget
         self.holdout_fraction = holdout_fraction
         self.time_budget = time_budget
+        self.settings = settings
         self.refit = refit
         self.estimator_params = estimator_params
         self.random_state = random_state
@@ -126,31 +139,70 @@ class LASTBudgetSearch(RefittedBest, ClassifierMixin, BaseEstimator):
 
     def fit(self, X: Any, y: Any, monitor: Callable[[int, Any], bool | None] | None = None) -> LASTBudgetSearch:
         """Score the candidates within the budget (and, with ``fit_over_budget``, the next size up
-        of each form) on the hold-out within ``time_budget``, then refit the best on all rows.
-        ``monitor(k, fitted)`` returning True stops the search after candidate ``k`` (Ctrl-C)."""
+        of each form) on the hold-out, then the ``settings`` for the best of them, within
+        ``time_budget``; refit the best on all rows. ``monitor(k, fitted)`` returning True stops
+        the search after candidate ``k`` of its stage, and skips the settings (Ctrl-C)."""
         X, y = validate_data(self, X, y)
         check_classification_targets(y)
         classes = np.unique(y)
         table = self.candidates(X.shape[1], len(classes))
-        to_fit = [row for row in table if row["fits"] or self.fit_over_budget]
         base = self._base_estimator()
-        results = search_within(base, [{k: row[k] for k in SEARCHED} for row in to_fit], X, y,
-                                holdout_split(self.holdout_fraction, self.random_state), self.time_budget,
-                                self.n_jobs, self.verbose, monitor)
-        for row in table:
-            row["holdout_accuracy"] = None
-        for row, result in zip(to_fit, results):
-            row["holdout_accuracy"] = result["score"]
-        self.cv_results_ = table
-        scored = [row for row in table if row["holdout_accuracy"] is not None]
-        best = max((row for row in scored if row["fits"]), key=lambda row: (row["holdout_accuracy"], -row["macs"]))
-        self.best_params_ = {k: best[k] for k in SEARCHED}
-        self.best_score_ = best["holdout_accuracy"]
+        grid = self._settings_grid(base)
+        split = list(holdout_split(self.holdout_fraction, self.random_state).split(X, y))  # both stages'
+        started, stops = time.perf_counter(), []
+
+        def watched(k: int, fitted: Any) -> bool:
+            stops.append(bool(monitor is not None and monitor(k, fitted)))
+            return stops[-1]
+
+        shapes_time = self.time_budget if self.time_budget is None or not grid else self.time_budget / 2
+        self.cv_results_ = self._score_shapes(base, table, X, y, split, shapes_time, watched)
+        scored = [row for row in table if row["holdout_accuracy"] is not None and row["fits"]]
+        best = max(scored, key=lambda row: (row["holdout_accuracy"], -row["macs"]))
+        shape = {k: best[k] for k in SEARCHED}
+        left = (0.0 if any(stops) else None if self.time_budget is None  # Ctrl-C: no settings
+                else self.time_budget - (time.perf_counter() - started))
+        base.set_params(**shape)
+        self.settings_results_ = [] if not grid else [
+            {**{name: base.get_params()[name] for name in grid}, "holdout_accuracy": best["holdout_accuracy"]},
+            *self._score_settings(base, grid, X, y, split, left, watched)]
+        chosen = max((row for row in self.settings_results_ if row["holdout_accuracy"] is not None),
+                     key=lambda row: row["holdout_accuracy"], default=best)  # max keeps the first of equals
+        self.best_params_ = {**shape, **{name: chosen[name] for name in grid}}
+        self.best_score_ = chosen["holdout_accuracy"]
         self.runner_up_ = _runner_up(table, self.budget())
         self.classes_ = classes
         if self.refit:
             self.best_estimator_ = base.set_params(**self.best_params_).fit(X, y)
         return self
+
+    def _score_shapes(self, base: LASTClassifier, table: list[dict[str, Any]], X: np.ndarray, y: np.ndarray,
+                      split: list[Any], time_budget: float | None, monitor: Callable[[int, Any], bool],
+                      ) -> list[dict[str, Any]]:
+        """``table`` with each row's ``"holdout_accuracy"`` (None: not fitted), scoring those within
+        the budget, and with ``fit_over_budget`` the rest, in the table's order."""
+        to_fit = [row for row in table if row["fits"] or self.fit_over_budget]
+        results = search_within(base, [{k: row[k] for k in SEARCHED} for row in to_fit], X, y, split,
+                                time_budget, self.n_jobs, self.verbose, monitor)
+        for row in table:
+            row["holdout_accuracy"] = None
+        for row, result in zip(to_fit, results):
+            row["holdout_accuracy"] = result["score"]
+        return table
+
+    def _score_settings(self, base: LASTClassifier, grid: dict[str, list[Any]], X: np.ndarray, y: np.ndarray,
+                        split: list[Any], time_left: float | None, monitor: Callable[[int, Any], bool],
+                        ) -> list[dict[str, Any]]:
+        """``[{name: value, ..., "holdout_accuracy"}]`` over ``grid``'s candidates but ``base``'s
+        own settings (scored already), in :func:`~.selection.candidate_grid`'s order; None for
+        those not fitted: all when ``time_left`` is spent (or 0: a stopped search)."""
+        own = {name: base.get_params()[name] for name in grid}
+        candidates = [params for params in candidate_grid(grid) if params != own]
+        spent = time_left is not None and time_left <= 0
+        results = [] if spent or not candidates else search_within(
+            base, candidates, X, y, split, time_left, self.n_jobs, self.verbose, monitor)
+        scores = [result["score"] for result in results] + [None] * (len(candidates) - len(results))
+        return [{**params, "holdout_accuracy": score} for params, score in zip(candidates, scores)]
 
     def _base_estimator(self) -> LASTClassifier:
         """The LASTClassifier every candidate starts from (the shared settings)."""
@@ -159,6 +211,29 @@ class LASTBudgetSearch(RefittedBest, ClassifierMixin, BaseEstimator):
         if fixed:
             raise ValueError(f"estimator_params must not set {sorted(fixed)}: LASTBudgetSearch sets them")
         return LASTClassifier(**{"verbose": 0, **extra, "random_state": self.random_state})
+
+    def _settings_grid(self, base: LASTClassifier) -> dict[str, list[Any]]:
+        """The settings searched after the shape, name -> values ({} for none), every candidate
+        checked before any fit (a bad value is named now, not after the shapes' search)."""
+        if self.settings is None:
+            return {}
+        if isinstance(self.settings, str):
+            if self.settings != "auto":
+                raise ValueError(f"settings must be a dict of candidate values, 'auto' or None, got {self.settings!r}")
+            defaults = {"mu": list(DEFAULT_MU), "preprocess": list(DEFAULT_PREPROCESS)}
+            return {name: values for name, values in defaults.items() if name not in (self.estimator_params or {})}
+        if not isinstance(self.settings, Mapping):
+            raise ValueError(f"settings must be a dict of candidate values, 'auto' or None, got {self.settings!r}")
+        fixed = {*SEARCHED, "random_state"} & set(self.settings)
+        if fixed:
+            raise ValueError(f"settings must not set {sorted(fixed)}: LASTBudgetSearch sets them")
+        single = [name for name, values in self.settings.items() if isinstance(values, str) or not np.iterable(values)]
+        if single:
+            raise ValueError(f"settings {single} must each be a sequence of candidate values, got {dict(self.settings)}")
+        grid = {name: list(values) for name, values in self.settings.items()}
+        for params in candidate_grid(grid):
+            clone(base).set_params(**params)._check_params()
+        return grid
 
     def _check_space(self) -> None:
         """ValueError naming a bad search space (the budget checks itself)."""

@@ -1,6 +1,6 @@
 """``lastedge train --budget-macs/--budget-flash/--budget-latency-us``: the model written keeps the
-budget, the summary names the runner-up over it, the latency model reads ``bench --json``, and bad
-budgets are one-line errors."""
+budget, the summary names the runner-up over it, the latency model reads ``bench --json``, ``--auto``
+and ``--mu`` grids then choose the settings of the shape chosen, and bad budgets are one-line errors."""
 
 from __future__ import annotations
 
@@ -30,8 +30,7 @@ def four_digits(tmp_path_factory):
     (["--budget-macs", "100"], "no model fits the budget: the smallest, ovr with 1 atom per head, needs 272 MACs "
                                "(budget 100)"),
     (["--budget-macs", "5000", "--atoms", "4"], "--atoms and a budget exclude each other"),
-    (["--budget-macs", "5000", "--auto"], "a budget searches --atoms and --multiclass only"),
-    (["--budget-macs", "5000", "--mu", "0,1"], "a budget searches --atoms and --multiclass only"),
+    (["--budget-macs", "5000", "--auto", "--time-budget", "-1"], "--time-budget must be positive seconds"),
     (["--budget-macs", "5000", "--method", "sgd"], "budgets apply to --method last only"),
     (["--budget-latency-us", "20"], "--budget-latency-us needs --bench-json"),
     (["--atoms", "4", "--bench-json", "b.json"], "--bench-json applies to a budget"),
@@ -115,3 +114,85 @@ def test_a_budget_record_this_version_cannot_read_is_one_line():
 
     assert budget_fields({"chosen": {"n_atoms": 3}, "budget": "hand-edited"}) == [
         ("budget choice", "recorded, in a form this version cannot read")]
+
+
+def _chosen_row(selection):
+    """The budget candidate the search chose (the shape's keys of ``chosen``)."""
+    return next(row for row in selection["candidates"]
+                if all(row[k] == selection["chosen"][k] for k in ("n_atoms", "multiclass")))
+
+
+def test_auto_with_a_budget_chooses_the_shape_then_the_settings(run, tmp_path, four_digits):
+    from lastedge.runtime import Model
+
+    out = tmp_path / "m.npz"
+    status, text, err = run("train", "--data", four_digits, "--budget-macs", "3000", "--auto", "--json",
+                            "--out", out, *FAST)
+    assert status == 0, err
+    selection = json.loads(text)["selection"]
+    model = Model.load(out)
+    assert model.meta["selection"] == selection  # the model file keeps both choices
+    shape = _chosen_row(selection)
+    assert shape["fits"] and model.macs_per_sample == shape["macs"] <= 3000 and selection["runner_up"]["macs"] > 3000
+    settings = selection["settings"]
+    assert [(row["mu"], row["preprocess"]) for row in settings["candidates"]] == [
+        ("auto", "auto"), *((mu, p) for mu in (0, 0.1, 1, 10) for p in ("l2", "standardize"))]
+    assert settings["candidates"][0]["holdout_accuracy"] == shape["holdout_accuracy"]  # the same hold-out
+    best = max(settings["candidates"], key=lambda row: row["holdout_accuracy"])
+    assert settings["chosen"] == {"mu": best["mu"], "preprocess": best["preprocess"]}
+    assert selection["chosen"] == {"n_atoms": shape["n_atoms"], "multiclass": shape["multiclass"], **settings["chosen"]}
+    assert model.meta["params"]["mu"] == best["mu"] and model.meta["params"]["preprocess"] == best["preprocess"]
+    status, shown, _ = run("inspect", out)
+    assert status == 0 and "settings choice" in shown and "over the budget" in shown
+
+
+def test_the_text_summary_names_both_choices(run, tmp_path, four_digits):
+    status, text, _ = run("train", "--data", four_digits, "--budget-macs", "3000", "--auto", "--mu", "0,1",
+                          "--out", tmp_path / "m.npz", *FAST)
+    assert status == 0
+    lines = {line.split("  ")[0]: line for line in text.splitlines()}
+    assert {"budget", "budget choice", "over the budget", "settings choice"} <= set(lines)
+    assert "mu=0 preprocess=l2: " in lines["settings choice"] and "mu=10" not in lines["settings choice"]
+
+
+@pytest.mark.parametrize("extra, expected", [
+    (["--mu", "0,1"], [{"mu": 0}, {"mu": 1}]),  # the budget search ran at the first value
+    (["--auto", "--preprocess", "standardize", "--mu", "0,1"],
+     [{"mu": 0, "preprocess": "standardize"}, {"mu": 1, "preprocess": "standardize"}]),
+    (["--auto", "--mu", "1"], [{"mu": 1, "preprocess": "auto"}, {"mu": 1, "preprocess": "l2"},
+                               {"mu": 1, "preprocess": "standardize"}]),
+], ids=["mu-grid", "auto-preprocess-fixed", "auto-mu-fixed"])
+def test_settings_given_explicitly_stay_fixed(run, tmp_path, four_digits, extra, expected):
+    from lastedge.runtime import Model
+
+    out = tmp_path / "m.npz"
+    status, text, err = run("train", "--data", four_digits, "--budget-macs", "3000", *extra, "--json",
+                            "--out", out, *FAST)
+    assert status == 0, err
+    settings = json.loads(text)["selection"]["settings"]
+    assert [{k: v for k, v in row.items() if k != "holdout_accuracy"} for row in settings["candidates"]] == expected
+    if "standardize" in extra:
+        assert Model.load(out).preprocess.kind == "standardize"
+
+
+def test_a_spent_time_budget_keeps_the_first_shape_at_the_default_settings(run, tmp_path, four_digits):
+    status, text, err = run("train", "--data", four_digits, "--budget-macs", "3000", "--auto", "--time-budget",
+                            "1e-6", "--out", tmp_path / "m.npz", *FAST)
+    assert status == 0, err
+    lines = {line.split("  ")[0]: line for line in text.splitlines()}
+    assert "time budget       spent after 1 candidate;" in text
+    assert lines["settings choice"].startswith("settings choice   mu=auto preprocess=auto (")
+    assert "time budget spent after 1 of 9 candidates; not fitted: mu=0 preprocess=l2," in lines["settings grid"]
+
+
+@pytest.mark.slow
+def test_auto_with_a_budget_and_jobs_chooses_as_one_at_a_time(run, tmp_path, four_digits):
+    """--jobs 2 fits both stages' candidates two at a time (joblib processes) and chooses the same."""
+    chosen = []
+    for jobs in ("1", "2"):
+        status, text, err = run("train", "--data", four_digits, "--budget-macs", "3000", "--auto", "--jobs", jobs,
+                                "--json", "--out", tmp_path / "m.npz", *FAST)
+        assert status == 0, err
+        chosen.append(json.loads(text)["selection"])
+    assert chosen[0]["chosen"] == chosen[1]["chosen"]
+    assert chosen[0]["settings"] == chosen[1]["settings"] and chosen[0]["candidates"] == chosen[1]["candidates"]

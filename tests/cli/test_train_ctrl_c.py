@@ -264,6 +264,39 @@ def test_a_grid_without_ctrl_c_skips_nothing(run, tmp_path, capsys):
     assert "skipped" not in summary["selection"] and "interrupted" not in summary
 
 
+@pytest.mark.parametrize("stage", ["shapes", "settings"])
+def test_ctrl_c_in_a_budget_search_with_auto_fits_the_best_so_far(run, tmp_path, capsys, monkeypatch, stage):
+    """Ctrl-C in the budget's search of shapes skips the rest and the settings; in the settings'
+    search, the settings left. Either way the best so far is refitted on all rows (exit 130)."""
+    from lastedge.train import LASTBudgetSearch
+
+    shapes = len(LASTBudgetSearch(max_macs=3000, multiclass=["ovr"]).candidates(64, 10))
+    rows = _press_ctrl_c_in_last(monkeypatch, {1 if stage == "shapes" else shapes + 1: 1})
+    code, out, err = run("train", *LAST[:2], *LAST[4:], "--budget-macs", "3000", "--multiclass", "ovr", "--auto",
+                         "--json", "--out", tmp_path / "m.npz")
+    assert code == 130, err
+    selection = json.loads(out)["selection"]
+    settings = selection["settings"]
+    if stage == "shapes":
+        assert len(selection["candidates"]) == 1 and len(selection["skipped"]) == shapes - 1
+        assert len(settings["candidates"]) == 1 and len(settings["skipped"]) == 8
+    else:
+        assert len(selection["candidates"]) == shapes and "skipped" not in selection
+        assert len(settings["candidates"]) == 2 and len(settings["skipped"]) == 7
+    fitted = len(selection["candidates"]) + len(settings["candidates"]) - 1  # the settings' first: the shape's
+    assert len(rows) == fitted + 1  # and the final fit
+    assert rows[-1] > rows[0]  # the final fit on all rows
+    assert Model.load(tmp_path / "m.npz").meta["selection"] == selection
+
+
+def test_a_second_ctrl_c_in_a_budget_search_with_auto_trains_nothing(run, tmp_path, capsys, monkeypatch):
+    _press_ctrl_c_in_last(monkeypatch, {2: 2})
+    code, out, err = run("train", *LAST[:2], *LAST[4:], "--budget-macs", "3000", "--auto", "--out", tmp_path / "m.npz")
+    assert code == 130 and out == ""
+    assert err.splitlines()[-1] == "lastedge train: interrupted during the budget search: nothing trained"
+    assert not (tmp_path / "m.npz").exists()
+
+
 @pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
 def test_choose_params_monitor_stops_after_a_candidate_and_otherwise_changes_nothing(digits):
     X, y = digits

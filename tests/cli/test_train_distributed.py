@@ -54,6 +54,15 @@ def test_a_grid_is_refused_under_torchrun(digits_npz, tmp_path):
     assert not list(tmp_path.iterdir())
 
 
+def test_auto_with_a_budget_is_refused_under_torchrun_in_one_line(run, tmp_path, monkeypatch):
+    """Checked before the process group starts, so a launcher's environment alone shows it."""
+    monkeypatch.setenv("WORLD_SIZE", "2")
+    status, out, err = run("train", "--data", "digits", "--budget-macs", "5000", "--auto", "--out", tmp_path / "m.npz")
+    assert status != 0 and out == "" and len(err.strip().splitlines()) == 1
+    assert "--auto, a --budget-* option cannot run under torchrun (WORLD_SIZE=2)" in err
+    assert not list(tmp_path.iterdir())
+
+
 @pytest.mark.slow
 def test_bad_rows_of_one_rank_end_the_run_without_a_model(tmp_path):
     lines = [f"{i % 7},{i % 5},{i % 2}" for i in range(60)]

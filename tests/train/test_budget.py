@@ -15,6 +15,8 @@ from sklearn.utils.estimator_checks import parametrize_with_checks
 from lastedge.runtime.model import count_macs
 from lastedge.train import LASTBudgetSearch, LASTClassifier, LatencyModel
 from lastedge.train.device_cost import DeviceBudget, flash_bytes, model_shape
+from lastedge.train.model_search import DEFAULT_MU
+from lastedge.train.selection import holdout_split
 
 pytestmark = pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")  # fast settings
 
@@ -147,7 +149,12 @@ def test_a_budget_no_model_fits_names_the_smallest_models_cost():
 @pytest.mark.parametrize("bad, named", [({"multiclass": "ovr"}, "multiclass"), ({"multiclass": ("all",)}, "multiclass"),
                                         ({"max_atoms": 0}, "max_atoms"), ({"n_sizes": 1.5}, "n_sizes"),
                                         ({"time_budget": -1}, "time_budget"), ({"max_macs": 0}, "MACs"),
-                                        ({"estimator_params": {"n_atoms": 3}}, "n_atoms")])
+                                        ({"estimator_params": {"n_atoms": 3}}, "n_atoms"),
+                                        ({"settings": {"n_atoms": [2, 4]}}, "settings must not set"),
+                                        ({"settings": {"mu": 1.0}}, "sequence of candidate values"),
+                                        ({"settings": "all"}, "settings must be"),
+                                        ({"settings": {"mu": [0.0, -1.0]}}, "mu"),
+                                        ({"settings": {"preprocess": ["whiten"]}}, "whiten")])
 def test_bad_search_settings_are_value_errors(digits_subset, bad, named):
     X, y = digits_subset
     with pytest.raises(ValueError, match=named):
@@ -202,3 +209,82 @@ def test_a_monitor_stops_the_search_after_a_candidate(digits_subset):
         X, y, monitor=lambda k, fitted: seen.append((fitted.n_atoms, fitted.multiclass)) or k == 1)
     scored = [(row["n_atoms"], row["multiclass"]) for row in search.cv_results_ if row["holdout_accuracy"] is not None]
     assert scored == seen == [(row["n_atoms"], row["multiclass"]) for row in search.cv_results_[:2]]
+
+
+# ------------------------------------------------------------------- settings for the chosen shape
+def test_settings_are_chosen_for_the_chosen_shape_on_the_same_holdout(digits_subset):
+    X, y = digits_subset
+    plain = LASTBudgetSearch(max_macs=1500, refit=False, **FAST).fit(X, y)
+    search = LASTBudgetSearch(max_macs=1500, settings={"mu": [0.0, 1.0]}, **FAST).fit(X, y)
+    assert search.cv_results_ == plain.cv_results_ and search.runner_up_ == plain.runner_up_  # the shapes' stage
+    shape = plain.best_params_
+    rows = search.settings_results_
+    assert rows == [{"mu": "auto", "holdout_accuracy": plain.best_score_},  # the shapes' setting stays a candidate
+                    {"mu": 0.0, "holdout_accuracy": rows[1]["holdout_accuracy"]},
+                    {"mu": 1.0, "holdout_accuracy": rows[2]["holdout_accuracy"]}]
+    best = max(rows, key=lambda row: row["holdout_accuracy"])
+    assert search.best_params_ == {**shape, "mu": best["mu"]} and search.best_score_ == best["holdout_accuracy"]
+    assert search.best_estimator_.get_params()["mu"] == best["mu"] and search.to_model().macs_per_sample <= 1500
+    train, held_out = next(holdout_split(0.2, 0).split(X, y))  # the hold-out the shapes were scored on
+    alone = LASTClassifier(**shape, mu=1.0, verbose=0, random_state=0, **FAST["estimator_params"])
+    assert alone.fit(X[train], y[train]).score(X[held_out], y[held_out]) == rows[2]["holdout_accuracy"]
+
+
+def test_auto_settings_search_the_cv_defaults_less_those_fixed(digits_subset):
+    X, y = digits_subset
+    fixed = {**FAST["estimator_params"], "preprocess": "l2", "mu": 0.1}
+    search = LASTBudgetSearch(max_macs=800, fit_over_budget=False, settings="auto", refit=False,
+                              **{**FAST, "n_sizes": 1, "estimator_params": fixed}).fit(X, y)
+    assert search.settings_results_ == []  # nothing left to search
+    search.set_params(estimator_params={**FAST["estimator_params"], "preprocess": "l2"}).fit(X, y)
+    assert [row["mu"] for row in search.settings_results_] == ["auto", *DEFAULT_MU]
+    assert search.best_params_["mu"] in ["auto", *DEFAULT_MU] and "preprocess" not in search.best_params_
+
+
+def test_a_candidate_equal_to_the_shapes_setting_is_not_fitted_twice(digits_subset):
+    X, y = digits_subset
+    search = LASTBudgetSearch(max_macs=800, fit_over_budget=False, refit=False, settings={"mu": [1, 0]},
+                              **{**FAST, "n_sizes": 1, "estimator_params": {**FAST["estimator_params"], "mu": 0.0}}
+                              ).fit(X, y)
+    assert [row["mu"] for row in search.settings_results_] == [0.0, 1]
+
+
+class FakeClock:
+    """``time`` for the searches, whose clock moves 1 s per candidate fitted."""
+
+    def __init__(self):
+        self.now = 0.0
+
+    def perf_counter(self) -> float:
+        return self.now
+
+
+def test_the_time_budget_gives_the_shapes_half_and_the_settings_the_rest(digits_subset, monkeypatch):
+    from lastedge.train import budget, model_search
+
+    X, y = digits_subset
+    clock = FakeClock()
+    for module in (budget, model_search):
+        monkeypatch.setattr(module, "time", clock)
+    fit = LASTClassifier.fit
+
+    def timed_fit(self, *args, **kwargs):
+        clock.now += 1.0
+        return fit(self, *args, **kwargs)
+
+    monkeypatch.setattr(LASTClassifier, "fit", timed_fit)
+    search = LASTBudgetSearch(max_macs=1500, time_budget=5, settings={"mu": [0.0, 0.1, 1.0, 10.0]}, refit=False,
+                              **FAST).fit(X, y)
+    assert sum(row["holdout_accuracy"] is not None for row in search.cv_results_) == 3  # none started after 2.5 s
+    assert [row["holdout_accuracy"] is not None for row in search.settings_results_] == [True, True, True, False, False]
+
+
+@pytest.mark.parametrize("time_budget, monitor", [(1e-9, None), (None, lambda k, fitted: True)],
+                         ids=["time-budget", "monitor"])
+def test_a_stop_in_the_shapes_stage_skips_the_settings(digits_subset, time_budget, monitor):
+    X, y = digits_subset
+    search = LASTBudgetSearch(max_macs=1500, time_budget=time_budget, settings={"mu": [0.0, 1.0]}, refit=False,
+                              **FAST).fit(X, y, monitor=monitor)
+    assert sum(row["holdout_accuracy"] is not None for row in search.cv_results_) == 1
+    assert [row["holdout_accuracy"] is None for row in search.settings_results_] == [False, True, True]
+    assert search.best_params_["mu"] == "auto"
