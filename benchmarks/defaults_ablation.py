@@ -27,8 +27,8 @@ import numpy as np
 import generalisation_tasks
 from lastedge.runtime.writing import write_atomically
 from lastedge.train import LASTClassifier, SGDSoftThresholdClassifier
-from lastedge.train import base as base_module
 from lastedge.train import last as last_module
+from lastedge.train import mu_choice
 from lastedge.train import problem
 
 # Each variant changes one thing of the fit that was LASTClassifier's default before issue 55
@@ -55,7 +55,10 @@ VARIANTS: dict[str, dict[str, Any]] = {
     "mu-0.1-adam": {"params": {"mu": 0.1, "inner_solver": "adam"}},
     "mu-0.3": {"params": {"mu": 0.3}},
     "mu-1": {"params": {"mu": 1.0}},
-    "auto-mu-0.3": {"params": {"mu": "auto"}, "auto_mu": 0.3},  # 0.3 times the rows' mean squared norm
+    # mu="auto" with these candidates (each a weight decay per unit of the rows' mean squared norm)
+    "auto-mu-0.1": {"params": {"mu": "auto"}, "auto_mu": (0.1,)},  # the default before the hold-out choice
+    "auto-mu-0.3": {"params": {"mu": "auto"}, "auto_mu": (0.3,)},
+    "auto": {"params": {"mu": "auto"}},  # the default: 0.1 or 0.3 chosen on a hold-out
     "nu-0.1": {"params": {"nu": 0.1}},
     "nu-10": {"params": {"nu": 10.0}},
     "nu-m": {"params": {"nu": "m"}},  # the regulariser not divided by m: (P) / m with nu = 1
@@ -68,7 +71,7 @@ CURVE_AT = (1, 3, 10)  # DCA iterations after which the test accuracy is reporte
 @contextlib.contextmanager
 def patched(variant: dict[str, Any]) -> Iterator[None]:
     """The variant's start and FitSettings overrides in place for the duration of a fit."""
-    resolve, fraction, auto_mu = last_module.resolve, problem.INIT_ACTIVE_FRACTION, base_module.AUTO_MU
+    resolve, fraction, candidates = last_module.resolve, problem.INIT_ACTIVE_FRACTION, mu_choice.CANDIDATES
     overrides = dict(variant.get("settings", {}))
     fixed_step = overrides.pop("fixed_step", False)
     t0 = {}
@@ -89,7 +92,7 @@ def patched(variant: dict[str, Any]) -> Iterator[None]:
         return solver
 
     last_module.resolve, last_module.make_inner_solver = patched_resolve, make
-    base_module.AUTO_MU = variant.get("auto_mu", auto_mu)
+    mu_choice.CANDIDATES = variant.get("auto_mu", candidates)
     if "start" in variant:
         problem.INIT_ACTIVE_FRACTION = variant["start"]
         _paper_start(variant["start"] is None)
@@ -98,7 +101,7 @@ def patched(variant: dict[str, Any]) -> Iterator[None]:
     finally:
         last_module.resolve, last_module.make_inner_solver = resolve, original_make
         problem.INIT_ACTIVE_FRACTION = fraction
-        base_module.AUTO_MU = auto_mu
+        mu_choice.CANDIDATES = candidates
         _paper_start(False)
 
 

@@ -74,6 +74,7 @@ def summary_fields(summary: dict[str, Any]) -> list[tuple[str, str]]:
         ("training time", f"{metrics['fit_seconds']:.1f} s"),
         ("feature sparsity", f"{metrics['feature_sparsity']:.1%} zeros on {sparsity_rows} rows"),
         ("preprocessing", model["preprocess"] + (" (chosen by --preprocess auto)" if model["preprocess_chosen"] else "")),
+        *([("weight decay", mu_text(model))] if "mu" in model else []),
         ("model", f"{model['path']}: {model['atoms']} atoms, {model['macs_per_sample']:,} MACs/sample, "
                   f"{model['size_bytes'] / 1024:.1f} KiB"),
     ]
@@ -94,6 +95,18 @@ def summary_fields(summary: dict[str, Any]) -> list[tuple[str, str]]:
     if "interrupted" in summary:
         fields.append(("interrupted", interrupted_text(summary["interrupted"])))
     return fields
+
+
+def mu_text(model: dict[str, Any]) -> str:
+    """LAST's weight decay, with the hold-out scores of ``mu="auto"``'s candidates when it chose."""
+    text = f"mu {model['mu']:.3g}"
+    choice = model.get("mu_choice")
+    if choice:
+        chosen = max(choice, key=choice.__getitem__)  # the first of equals, as the fit chose
+        scores = ", ".join(f"{factor} -> {score:.2%}" for factor, score in choice.items())
+        text += (f" (default: {chosen} x the rows' mean squared norm, the better on 20% of the training "
+                 f"rows held out: {scores})")
+    return text
 
 
 def interrupted_text(stopped: dict[str, Any]) -> str:

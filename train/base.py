@@ -20,7 +20,6 @@ from lastedge.runtime.model import FLOAT32_MAX, check_input, in_row_blocks
 from . import distributed, preprocess_choice, problem
 from .distributed import Shard
 from .objective import atom_votes
-from .settings import AUTO_MU
 from .params import (BOOLEAN, COMMON_CONSTRAINTS, DEVICE, POSITIVE_FLOAT32, STEP_SIZES, THREADS, Interval,
                      check_params, integers, python_scalar)
 
@@ -279,13 +278,12 @@ def scaled_rows(Z: np.ndarray, row_scale: float) -> np.ndarray:
     return Z if row_scale == 1.0 else (Z.astype(np.float64) / row_scale).astype(np.float32)
 
 
-def training_mu(mu: float | str, Z: np.ndarray, row_scale: float, shard: Shard | None = None) -> float:
+def training_mu(mu: float | str, Z: np.ndarray, row_scale: float, shard: Shard | None, factor: float) -> float:
     """The weight decay on the training rows ``Z`` (the rows as given divided by ``row_scale``):
-    ``mu="auto"`` is ``settings.AUTO_MU`` times their mean squared norm (0.1 on unit-norm rows; the
-    same classifier for rows of any scale; over every rank's rows in a distributed fit), a number
-    is :func:`rescaled_mu`'s."""
+    ``mu="auto"`` is ``factor`` times their mean squared norm (the same classifier for rows of any
+    scale; over every rank's rows in a distributed fit), a number is :func:`rescaled_mu`'s."""
     if isinstance(mu, str) and mu == "auto":
-        return AUTO_MU * root_mean_square_norm(Z, shard) ** 2
+        return factor * root_mean_square_norm(Z, shard) ** 2
     return rescaled_mu(mu, row_scale)
 
 

@@ -12,12 +12,6 @@ from dataclasses import dataclass
 from typing import Any
 
 INNER_SOLVERS = ("auto", "adam", "lbfgs", "subgradient")  # inner_solver's options
-# LASTClassifier's mu="auto" (its default): this weight decay per unit of the training rows' mean
-# squared norm (0.1 on unit-norm rows). With mu = 0 (the paper's objective, the former default),
-# full-batch Adam's 300 decaying steps per DCA iteration under-fitted raw texture patches (training
-# accuracy 88 %) and L-BFGS, which fits them, over-fitted equalised ones; mu = 0.1 with L-BFGS (the
-# rule of resolve) was better on the generalisation suite as a whole (docs/generalisation.md).
-AUTO_MU = 0.1
 # From this many training rows on, sub-problems are solved on minibatches (the paper's limit).
 FULL_BATCH_LIMIT = 5000
 # Rows per minibatch (the paper's 200): with Adam's carried moments, as accurate in less time.

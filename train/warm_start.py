@@ -30,6 +30,7 @@ class WarmStart:
     schedule: tuple
     seed: int  # of the DCA run that the fits continue
     iterations_done: int  # by every fit this one continues, its own included
+    mu_factor: float  # mu="auto"'s weight decay per unit of the rows' mean squared norm, kept
 
     def prepare(self, estimator: Any, X: np.ndarray, y_index: np.ndarray) -> tuple:
         """``SoftThresholdBase._prepare``'s tuple for ``estimator``, starting from this fit's end

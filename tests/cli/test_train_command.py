@@ -87,3 +87,27 @@ def test_the_summary_names_the_preprocessing_used(run, capsys, tmp_path, preproc
     assert code == 0, err
     assert f"preprocessing     {shown}\n" in out
     assert Model.load(tmp_path / "m.npz").preprocess.kind == shown.split()[0]
+
+
+@pytest.mark.parametrize("mu, shown", [
+    ([], r"mu 0\.[13] \(default: 0\.[13] x the rows' mean squared norm, the better on 20% of the training rows "
+         r"held out: 0\.1 -> \d+\.\d\d%, 0\.3 -> \d+\.\d\d%\)"),
+    (["--mu", "0.5"], r"mu 0\.5"),
+])
+def test_the_summary_names_the_weight_decay_and_how_it_was_chosen(run, tmp_path, mu, shown):
+    import json
+    import re
+
+    from sklearn.datasets import make_classification
+
+    X, y = make_classification(300, 6, random_state=0)
+    np.savetxt(tmp_path / "rows.csv", np.c_[X, y], delimiter=",")
+    argv = ["train", "--data", tmp_path / "rows.csv", *TINY, "--preprocess", "l2", *mu, "--out", tmp_path / "m.npz"]
+    code, out, err = run(*argv)
+    assert code == 0, err
+    assert re.search(rf"^weight decay      {shown}$", out, re.MULTILINE), out
+    code, out, err = run(*argv, "--json")
+    model = json.loads(out)["model"]
+    assert (model["mu_choice"] is None) == bool(mu)
+    if not mu:
+        assert list(model["mu_choice"]) == ["0.1", "0.3"] and model["mu"] in (pytest.approx(0.1), pytest.approx(0.3))
