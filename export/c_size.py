@@ -3,7 +3,8 @@ anything is built.
 
 Constants are counted exactly from the layout ``c_source`` writes (int8: the dictionary padded to
 blocks of 4 atoms and 8 inputs, int32 biases, int8 output weights, as rows or one weight and one
-class index per atom; fp32: float32 arrays), plus the class labels. Code is per core, precision
+class index per atom; fp32: float32 arrays), plus the class labels (with at most 4 atoms GCC may
+fold the output weights into the code, leaving fewer constants). Code is per core, precision
 (variant) and preprocessing kind, plus the terms of the shape that change what the compiler
 unrolls or folds (:func:`code_terms`: fewer than 8 inputs, the inputs past a multiple of 8,
 a binary model, dense output rows by their count, at most 4 atoms, more than 255 inputs or
