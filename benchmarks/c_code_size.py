@@ -2,13 +2,15 @@
 core and variant (build only: the model's object file, nothing run).
 
     python benchmarks/c_code_size.py [--shapes 120] [--seed 0] [--json rows.json]
+    python benchmarks/c_code_size.py --rows rows.json [more.json ...] --fit   # c_size.CODE
 
 Random models: features 2..784, atoms 1..400, classes 2..16 (binary: one output), each
 preprocessing kind, dense output weights or one weight per atom (``one_output_per_atom``), raw
 rows and dictionaries drawn at several scales so the quantisation's per-tensor constants (zero
-points, multipliers, shifts) vary, plus the shapes at Thumb's immediate limits (255/256,
-4095/4096 bytes of a row or block). Each is exported as int8, int16x8 and fp32 and compiled with
-examples/mcu's flags for every core and variant of ``c_size.CODE``. Prints, per core, variant and
+points, multipliers, shifts) vary; 3 sizes in 10 at the edges of the kernels' blocks and of
+Thumb's 8-bit immediates (1-9, 15-17, ..., 255-257, 511-513). Each is exported as int8, int16x8
+and fp32 and compiled with examples/mcu's flags for every core and variant of ``c_size.CODE``
+(builds that fail are listed). ``--fit`` prints ``c_size.CODE`` fitted to the builds. Prints, per core, variant and
 preprocessing: the builds measured, the largest under-prediction of the former flat constant
 (``FLAT``; positive: built above it) and of ``predict_size``, and ``predict_size``'s largest
 slack (predicted minus built). Needs arm-none-eabi-gcc (scripts/mcu_check.py --install-only).
