@@ -89,6 +89,20 @@ def _make(core: Core, model_dir: Path, build: Path, dsp: bool, *targets: str,
     return subprocess.run(command, capture_output=True, text=True, timeout=timeout)
 
 
+def build_object(core: Core, model_dir: Path, build: Path, dsp: bool = False, timeout: float = 300,
+                 flags: str = "-O2") -> Path:
+    """Compile the model alone (``MODEL/lastedge.c``, no firmware, nothing run) for ``core`` as
+    ``examples/mcu`` does, into ``build``; its object file, for :func:`sizes`. ``RuntimeError``
+    when the compiler fails."""
+    if dsp and not core.dsp:
+        raise ValueError(f"{core.name} has no DSP extension")
+    obj = build / "lastedge.o"
+    made = _make(core, model_dir, build, dsp, str(obj.resolve()), timeout=timeout, flags=flags)
+    if made.returncode != 0:
+        raise RuntimeError(f"make for {core.name} failed:\n{made.stdout}{made.stderr}")
+    return obj
+
+
 @dataclass
 class Run:
     """One model built and run on one core."""

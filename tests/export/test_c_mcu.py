@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from lastedge.export.c import build_c
-from lastedge.export.c_size import constant_bytes, predict_size
+from lastedge.export.c_size import CODE, MARGIN, code_bytes, code_terms, constant_bytes, predict_size
 
 SCRIPT = Path(__file__).resolve().parents[2] / "scripts" / "mcu_check.py"
 SHAPES = [(64, 50, 10, "center-l2"), (37, 21, 5, "standardize"), (30, 8, 2, "none"), (100, 9, 3, "l2")]
@@ -45,6 +45,35 @@ def test_predict_size_refuses_unknown_targets(digits_case):
     assert figures["flash"] == figures["flash_code"] + figures["flash_constants"]
 
 
+@pytest.mark.parametrize("shape, terms", [
+    ((55, 308, 8, False), {"n%8=7": 1, "dense 8-11": 1, "dense rest": 0, "k>255": 1}),
+    ((64, 50, 10, True), {}),
+    ((5, 3, 1, False), {"n=5": 1, "binary": 1, "k=3": 1}),
+    ((1, 9, 13, False), {"n=2": 1, "dense 12+": 1, "dense rest": 1}),
+    ((784, 400, 3, False), {"dense 2-3": 1, "dense rest": 3, "n>255": 1, "k>255": 1}),
+    ((17, 4, 6, False), {"n%8=1": 1, "dense 4-7": 1, "dense rest": 2, "k=4": 1}),
+])
+def test_code_terms_name_the_loops_a_shape_unrolls(shape, terms):
+    assert code_terms(*shape) == terms
+
+
+def test_every_code_table_prices_every_term():
+    names = {name for n in [*range(1, 20), 300] for k in (1, 2, 3, 4, 5, 300) for m in range(1, 30) for one in (0, 1)
+             for name in code_terms(n, k, m, one)}
+    kinds = {"none", "standardize", "l2", "center-l2"}
+    assert all(set(table) == names | kinds for table in CODE.values())
+    assert code_bytes("cortex-m4", "int8", "none", {}) == CODE["cortex-m4", "int8"]["none"] + MARGIN
+
+
+@pytest.mark.parametrize("precision", ["fp32", "int8", "int16x8"])
+def test_predicted_code_is_the_shape_terms(precision, random_model, one_output_per_atom):
+    model, _ = random_model(n_features=55, n_atoms=30, n_classes=8, kind="l2", seed=1)
+    one = one_output_per_atom(model)
+    dense, voting = (predict_size(m, "cortex-m4", precision)["flash_code"] for m in (model, one))
+    assert dense == code_bytes("cortex-m4", precision, "l2", code_terms(55, 30, 8, False))
+    assert voting == code_bytes("cortex-m4", precision, "l2", code_terms(55, 30, 8, precision != "fp32"))
+
+
 @pytest.fixture(scope="module")
 def toolchain():
     """The cross toolchain, QEMU and unicorn, installed by the script when missing."""
@@ -67,22 +96,38 @@ def test_the_script_runs_bit_exact_on_every_core(toolchain, tmp_path, digits_cas
     assert all(r["identical_to_host"] and r["ram_static"] == 0 for r in results)
 
 
+# the shapes above, run for the stack too; then shapes whose code the former flat per-kind sizes
+# under-predicted (by up to 112 B: inputs past a multiple of 8, dense output rows of 8-11, few
+# atoms), and 12 dense outputs (whose build GCC refused before), built only
+SIZE_SHAPES = [(*shape, False, True) for shape in SHAPES[1:]] + [
+    (55, 308, 8, "none", False, False), (306, 3, 10, "l2", False, False), (3, 15, 11, "l2", False, False),
+    (178, 2, 11, "center-l2", False, False), (437, 57, 10, "center-l2", False, False),
+    (237, 255, 10, "standardize", False, False), (22, 9, 12, "none", False, False),
+    (50, 3, 7, "standardize", True, False)]
+
+
 @pytest.mark.slow
-@pytest.mark.parametrize("n, k, classes, kind", SHAPES[1:])
-def test_predicted_sizes_bound_the_built_ones(toolchain, tmp_path, n, k, classes, kind, random_model):
-    from lastedge.export.c_emulate import CORES, build_and_run, sizes, write_project
+@pytest.mark.parametrize("n, k, classes, kind, one_output, run", SIZE_SHAPES)
+def test_predicted_sizes_bound_the_built_ones(toolchain, tmp_path, n, k, classes, kind, one_output, run,
+                                              random_model, one_output_per_atom):
+    from lastedge.export.c_emulate import CORES, build_and_run, build_object, sizes, write_project
 
     model, X = random_model(n_features=n, n_atoms=k, n_classes=classes, kind=kind, seed=2)
+    model = one_output_per_atom(model) if one_output else model
     for precision in ("int8", "int16x8", "fp32"):
         c_model = build_c(model, precision=precision, calibration=X[:100] if precision != "fp32" else None)
         project = write_project(c_model, X[100:103], tmp_path / precision)
         for core in CORES.values():
             for dsp in (False, True) if core.dsp and precision != "fp32" else (False,):
-                run = build_and_run(core, project, tmp_path / f"{precision}-{core.name}-{dsp}", dsp)
-                built, predicted = sizes(run.model_object), predict_size(model, core.name, precision, dsp)
-                assert predicted["flash_constants"] == built["constants"]
-                assert 0 <= predicted["flash_code"] - built["code"] <= 200
-                assert 0 <= predicted["ram"] - run.stack <= 64
+                build = tmp_path / f"{precision}-{core.name}-{dsp}"
+                predicted = predict_size(model, core.name, precision, dsp)
+                if run:
+                    assert 0 <= predicted["ram"] - build_and_run(core, project, build, dsp).stack <= 64
+                built = sizes(build_object(core, project, build, dsp))
+                # one block of atoms (k <= 4): GCC may fold the output weights into the code
+                folded = predicted["flash_constants"] - built["constants"]
+                assert folded == 0 if k > 4 else 0 <= folded <= k * classes
+                assert 0 <= predicted["flash_code"] - built["code"] <= 200, (precision, core.name, dsp, built)
 
 
 @pytest.mark.slow
