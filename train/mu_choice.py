@@ -1,18 +1,18 @@
 """``mu="auto"``: the weight decay chosen on held-out training rows before a full-batch fit.
 
-A weight decay per unit of the training rows' mean squared norm (the same classifier for rows of any
-scale). With none (``mu=0``, the paper's objective, the former default) full-batch Adam's 300
-decaying steps per DCA iteration under-fitted raw texture patches (training accuracy 88 %) and
+The weight decay is per unit of the training rows' mean squared norm (the same classifier for rows
+of any scale). With none (``mu=0``, the paper's objective, the former default) full-batch Adam's
+300 decaying steps per DCA iteration under-fitted raw texture patches (training accuracy 88 %) and
 L-BFGS, which fits them, over-fitted equalised ones; a decay with L-BFGS (``settings.resolve``'s
-rule) was better on the generalisation suite as a whole. But no one weight decay suits every data set (docs/generalisation.md): raw texture patches, whose
-unit-norm rows nearly all point one way, trained best at 0.1 times the rows' mean squared norm
-(0.3 lost 2.6-2.7 points there), while other pairs gained 0.7-2.3 points at 0.3. Where a fit is
-cheap (binary or one-vs-all heads in full batch, whose sub-problems L-BFGS solves) each candidate
-is therefore fitted on 80 % of the training rows and scored on the rest, and the best is fitted on
-all rows: about 2.6 times one fit. The split is stratified with a fixed seed and draws nothing from
-the fit's random state, so a fit that keeps the first candidate is the fit of that weight decay.
-Ties keep the first (0.1, the former fixed value). Minibatch, warm-started and distributed fits
-keep the first candidate without a choice.
+rule) was better on the generalisation suite as a whole. But no one value suits every data set
+(docs/generalisation.md): raw texture patches, whose unit-norm rows nearly all point one way,
+trained best at 0.1 (0.3 lost 2.6-2.7 points there), while other pairs gained up to 2.3 points at
+0.3. Where a fit is cheap (binary or one-vs-all heads in full batch, whose sub-problems L-BFGS
+solves) each candidate is therefore fitted on 80 % of the training rows and scored on the rest,
+and the better is fitted on all rows: about 2.6 times one fit. The split is stratified with a fixed
+seed and draws nothing from the fit's random state, so a fit that keeps the first candidate is the
+fit of that weight decay. Ties keep the first (0.1, the former fixed value). Minibatch and
+distributed fits and shared dictionaries keep the first candidate; warm starts the one they had.
 """
 
 from __future__ import annotations
