@@ -2,7 +2,8 @@
 training rows within a time budget, as :class:`lastedge.train.LASTClassifierCV` does, then refit.
 
 Settings given explicitly are fixed, not searched: ``--preprocess P`` keeps P, ``--mu M`` keeps M
-and ``--mu A,B,...`` searches those values only.
+and ``--mu A,B,...`` searches those values only. Without them it tries LASTClassifierCV's
+candidates, in its order (:func:`lastedge.train.model_search.settings_candidates`).
 """
 
 from __future__ import annotations
@@ -15,27 +16,30 @@ from typing import Any
 from .holdout import StopOnInterrupt, choose_on_holdout, cluster_backend, search_jobs
 
 AUTO_PREPROCESS = ["l2", "standardize"]  # lastedge.train.model_search.DEFAULT_PREPROCESS
-AUTO_MU = [0.0, 0.1, 1.0, 10.0]  # lastedge.train.model_search.DEFAULT_MU
-DEFAULT_TIME_BUDGET = 60.0
+AUTO_MU_FACTORS = [0.1, 0.3, 0.0, 1.0]  # lastedge.train.model_search.AUTO_MU_FACTORS (no torch import here)
 
 
 def add_auto_options(p: argparse.ArgumentParser) -> None:
     """``--auto`` and ``--time-budget``."""
     p.add_argument("--auto", action="store_true",
-                   help="LAST only: choose --preprocess among l2/standardize and --mu among 0/0.1/1/10 "
-                        "on 10%% of the training rows (settings given explicitly are kept, not searched), "
-                        "then refit the best on all rows; with a --budget-* option, for the atoms and form "
-                        "the budget search chose, on the same rows")
+                   help="LAST only: choose --preprocess among l2/standardize and the weight decay among "
+                        "0.1/0.3/0/1 x the preprocessed rows' mean squared norm (the default's unit) on 10%% "
+                        "of the training rows (settings given explicitly are kept, not searched), then refit "
+                        "the best on all rows; with a --budget-* option, for the atoms and form the budget "
+                        "search chose, on the same rows")
     p.add_argument("--time-budget", type=float, default=None, metavar="S",
-                   help=f"--auto and budgets: start no further candidate after S seconds, keep the best so far "
-                        f"(a budget with --auto or a --mu grid: no further atoms/form candidate after S/2) "
-                        f"(default {DEFAULT_TIME_BUDGET:g})")
+                   help="--auto and budgets: start no further candidate after S seconds, keep the best so far "
+                        "(a budget with --auto or a --mu grid: no further atoms/form candidate after S/2) "
+                        "(default: none, every candidate; Ctrl-C also stops after the candidate under way)")
 
 
-def auto_grid(args: argparse.Namespace) -> dict[str, list[Any]]:
-    """The ``--auto`` search space: the defaults, less what the command line fixed."""
-    return {"mu": list(args.mu) if args.mu else list(AUTO_MU),
-            "preprocess": [args.preprocess] if args.preprocess else list(AUTO_PREPROCESS)}
+def auto_grid(args: argparse.Namespace) -> list[dict[str, Any]]:
+    """The ``--auto`` candidates, in the order they are tried: LASTClassifierCV's (each weight
+    decay, each preprocessing for each), less what the command line fixed."""
+    preprocess = [args.preprocess] if args.preprocess else AUTO_PREPROCESS
+    if args.mu:
+        return [{"mu": mu, "preprocess": p} for mu in args.mu for p in preprocess]
+    return [{"mu_factor": factor, "preprocess": p} for factor in AUTO_MU_FACTORS for p in preprocess]
 
 
 def choose_auto(estimator: Any, args: argparse.Namespace, data: Any) -> dict[str, Any] | None:
@@ -44,15 +48,15 @@ def choose_auto(estimator: Any, args: argparse.Namespace, data: Any) -> dict[str
     on Ctrl-C (``"skipped"``); None when a second Ctrl-C stopped it before any refit."""
     if args.method != "last":
         raise ValueError("--auto applies to --method last only")
-    budget = DEFAULT_TIME_BUDGET if args.time_budget is None else args.time_budget
-    if not budget > 0:
+    budget = args.time_budget
+    if budget is not None and not budget > 0:
         raise ValueError(f"--time-budget must be positive seconds, got {args.time_budget}")
     grid_stop = StopOnInterrupt("stopping the search after this candidate fit, then fitting the best so far "
                                 "on all rows", estimator.verbose)
     started = time.perf_counter()
 
     def monitor(k: int, fitted: Any) -> bool:
-        return grid_stop(k, fitted) or time.perf_counter() - started >= budget
+        return grid_stop(k, fitted) or (budget is not None and time.perf_counter() - started >= budget)
 
     try:
         with grid_stop.installed(), cluster_backend(args.cluster):

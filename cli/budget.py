@@ -73,10 +73,10 @@ def choose_budget(estimator: Any, args: argparse.Namespace, data: Any) -> dict[s
 
     from lastedge.train import LASTBudgetSearch
 
-    from .auto import DEFAULT_TIME_BUDGET, auto_grid
+    from .auto import auto_grid
 
-    time_budget = DEFAULT_TIME_BUDGET if args.time_budget is None else args.time_budget
-    if not time_budget > 0:
+    time_budget = args.time_budget
+    if time_budget is not None and not time_budget > 0:
         raise ValueError(f"--time-budget must be positive seconds, got {args.time_budget}")
     shared = {k: v for k, v in estimator.get_params().items() if k not in ("n_atoms", "multiclass", "random_state")}
     settings = auto_grid(args) if args.auto else {"mu": args.mu} if len(args.mu or ()) > 1 else None
@@ -119,7 +119,7 @@ def _latency_model(path: str | None, precision: str) -> Any:
         raise ValueError(f"--bench-json {path}: {err}") from None
 
 
-def _record(search: Any, time_budget: float, interrupted: bool) -> dict[str, Any]:
+def _record(search: Any, time_budget: float | None, interrupted: bool) -> dict[str, Any]:
     """The search as the summary and the model's metadata record it (JSON-ready): ``"chosen"``
     holds every setting chosen, the shape's and (under ``"settings"``) the preprocessing's and mu's."""
     budget = search.budget()

@@ -17,32 +17,35 @@ import numpy as np
 SELECTION_HOLDOUT = 0.1  # share of the training rows that judges each candidate of a --mu grid
 
 
-def choose_on_holdout(estimator: Any, grid: dict[str, list[float]], X: np.ndarray, y: np.ndarray,
+def choose_on_holdout(estimator: Any, grid: Any, X: np.ndarray, y: np.ndarray,
                       seed: int, monitor: Callable[[int, Any], bool | None] | None = None,
                       n_jobs: int | None = None) -> dict[str, Any]:
     """``{"chosen": {name: value}, "holdout_fraction", "candidates": [{name: value, ...,
-    "holdout_accuracy"}]}``: each combination of ``grid`` fitted on ``1 - SELECTION_HOLDOUT`` of the
-    rows (stratified) and scored on the rest. ``monitor`` may stop the grid after a candidate (see
-    :func:`~lastedge.train.selection.choose_params`); then ``"skipped"`` lists those not fitted.
+    "holdout_accuracy"}]}``: each candidate of ``grid`` (a mapping's combinations, or a sequence of
+    parameter dicts; :func:`~lastedge.train.selection.candidate_grid`) fitted on
+    ``1 - SELECTION_HOLDOUT`` of the rows (stratified) and scored on the rest. ``monitor`` may stop
+    the grid after a candidate (see :func:`~lastedge.train.selection.choose_params`); then
+    ``"skipped"`` lists those not fitted.
     ``n_jobs`` fits the candidates through joblib (see ``choose_params``)."""
     from sklearn.base import clone
     from sklearn.exceptions import ConvergenceWarning
-    from sklearn.model_selection import ParameterGrid
 
     from lastedge.train.selection import candidate_grid, choose_params, holdout_split
 
-    for params in ParameterGrid(grid):  # a bad value is named before any fit, not after some
+    candidates = candidate_grid(grid)
+    for params in candidates:  # a bad value is named before any fit, not after some
         clone(estimator).set_params(**params)._check_params()
     if min(np.unique(y, return_counts=True)[1]) < 2:
-        raise ValueError(f"choosing {', '.join(grid)} needs a {SELECTION_HOLDOUT:.0%} hold-out with every "
+        names = dict.fromkeys(name for params in candidates for name in params)
+        raise ValueError(f"choosing {', '.join(names)} needs a {SELECTION_HOLDOUT:.0%} hold-out with every "
                          "class, and a class has only 1 training row")
     with warnings.catch_warnings(), contextlib.redirect_stdout(sys.stderr):  # progress, not output
         warnings.simplefilter("ignore", ConvergenceWarning)  # the final fit reports its own
-        best, candidates = choose_params(estimator, grid, X, y, holdout_split(SELECTION_HOLDOUT, seed),
-                                         verbose=estimator.verbose, monitor=monitor, n_jobs=n_jobs)
+        best, scored = choose_params(estimator, candidates, X, y, holdout_split(SELECTION_HOLDOUT, seed),
+                                     verbose=estimator.verbose, monitor=monitor, n_jobs=n_jobs)
     selection = {"chosen": best, "holdout_fraction": SELECTION_HOLDOUT,
-                 "candidates": [{**params, "holdout_accuracy": score} for params, score in candidates]}
-    skipped = candidate_grid(grid)[len(candidates):]
+                 "candidates": [{**params, "holdout_accuracy": score} for params, score in scored]}
+    skipped = candidates[len(scored):]
     if skipped:
         selection["skipped"] = skipped
     return selection

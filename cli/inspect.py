@@ -265,8 +265,9 @@ def grid_stop_text(selection: dict[str, Any], key: str = "skipped") -> str | Non
 
 
 def _assignments(params: dict[str, Any]) -> str:
-    """``name=value`` pairs, numbers written shortest; the accuracy of a candidate left out."""
-    return " ".join(f"{name}={value:g}" if _is_number(value) else f"{name}={value}"
+    """``name=value`` pairs, numbers written shortest, None (a setting left to the estimator, e.g.
+    ``mu_factor``) as "default"; the accuracy of a candidate left out."""
+    return " ".join(f"{name}={value:g}" if _is_number(value) else f"{name}={'default' if value is None else value}"
                     for name, value in params.items() if name != "holdout_accuracy")
 
 

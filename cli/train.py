@@ -250,6 +250,7 @@ def _save_with_curve(estimator: Any, summary: dict[str, Any], out: Path, figure:
     if hasattr(estimator, "mu_"):  # LAST: the weight decay, and mu="auto"'s hold-out scores
         choice = estimator.mu_choice_
         summary["model"]["mu"] = float(estimator.mu_)
+        summary["model"]["mu_factor"] = estimator.mu_factor_
         summary["model"]["mu_choice"] = None if choice is None else {f"{k:g}": v for k, v in choice.items()}
     summary["curve"] = training_curve(estimator) if estimator.history_ else []  # none: stopped in SGD's trials
     if figure is not None and summary["curve"]:

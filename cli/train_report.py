@@ -98,14 +98,16 @@ def summary_fields(summary: dict[str, Any]) -> list[tuple[str, str]]:
 
 
 def mu_text(model: dict[str, Any]) -> str:
-    """LAST's weight decay, with the hold-out scores of ``mu="auto"``'s candidates when it chose."""
+    """LAST's weight decay: with ``mu="auto"`` per unit of the rows' mean squared norm, and the
+    hold-out scores of its candidates when it chose."""
     text = f"mu {model['mu']:.3g}"
-    choice = model.get("mu_choice")
+    factor, choice = model.get("mu_factor"), model.get("mu_choice")
     if choice:
-        chosen = max(choice, key=choice.__getitem__)  # the first of equals, as the fit chose
-        scores = ", ".join(f"{factor} -> {score:.2%}" for factor, score in choice.items())
-        text += (f" (default: {chosen} x the rows' mean squared norm, the better on 20% of the training "
+        scores = ", ".join(f"{candidate} -> {score:.2%}" for candidate, score in choice.items())
+        text += (f" (default: {factor:g} x the rows' mean squared norm, the better on 20% of the training "
                  f"rows held out: {scores})")
+    elif factor is not None:
+        text += f" ({factor:g} x the rows' mean squared norm)"
     return text
 
 

@@ -22,8 +22,8 @@ from sklearn.utils.validation import validate_data
 
 from .device_cost import BUDGET_NAMES, DeviceBudget, LatencyModel, describe_atoms
 from .last import LASTClassifier
-from .model_search import DEFAULT_MU, DEFAULT_PREPROCESS, RefittedBest, search_within
-from .selection import candidate_grid, holdout_split
+from .model_search import DEFAULT_PREPROCESS, RefittedBest, search_within, settings_candidates
+from .selection import Grid, candidate_grid, holdout_split
 
 FORMS = ("ovr", "shared")
 SEARCHED = ("n_atoms", "multiclass")
@@ -60,11 +60,11 @@ class LASTBudgetSearch(RefittedBest, ClassifierMixin, BaseEstimator):
     time_budget : float or None
         Seconds after which no further candidate is started; the best scored so far is kept.
         With ``settings``, the shapes start none after half of it, the settings none after all.
-    settings : dict, "auto" or None
+    settings : dict, sequence of dicts, "auto" or None
         LASTClassifier settings chosen after the shape, for the chosen atoms and form on the same
-        hold-out: name -> candidate values (e.g. ``{"mu": [0, 1]}``), or ``"auto"``, the
-        preprocessings and ``mu`` values of :class:`~.model_search.LASTClassifierCV` less those
-        ``estimator_params`` sets. The shapes are scored at ``estimator_params``' settings, which
+        hold-out: name -> candidate values (e.g. ``{"mu": [0, 1]}``), the candidates themselves
+        (``[{"mu": 0}, ...]``), or ``"auto"``, the candidates of
+        :class:`~.model_search.LASTClassifierCV` less the settings ``estimator_params`` fixes. The shapes are scored at ``estimator_params``' settings, which
         stay a candidate (and win ties); ``settings_results_`` lists them all, that one first,
         and ``best_params_`` holds both choices. None: the shape alone.
     refit : bool
@@ -84,7 +84,7 @@ class LASTBudgetSearch(RefittedBest, ClassifierMixin, BaseEstimator):
                  latency_model: LatencyModel | None = None, multiclass: Sequence[str] = FORMS,
                  max_atoms: int = 512, n_sizes: int = 4, fit_over_budget: bool = True,
                  holdout_fraction: float = 0.2, time_budget: float | None = None,
-                 settings: Mapping[str, Sequence[Any]] | str | None = None, refit: bool = True,
+                 settings: Grid | str | None = None, refit: bool = True,
                  estimator_params: Mapping[str, Any] | None = None, random_state: int | None = None,
                  n_jobs: int | None = None, verbose: int = 0):
         self.max_macs = max_macs
@@ -147,7 +147,7 @@ class LASTBudgetSearch(RefittedBest, ClassifierMixin, BaseEstimator):
         classes = np.unique(y)
         table = self.candidates(X.shape[1], len(classes))
         base = self._base_estimator()
-        grid = self._settings_grid(base)
+        grid = self._settings_candidates(base)
         split = list(holdout_split(self.holdout_fraction, self.random_state).split(X, y))  # both stages'
         started, stops = time.perf_counter(), []
 
@@ -164,11 +164,11 @@ class LASTBudgetSearch(RefittedBest, ClassifierMixin, BaseEstimator):
                 else self.time_budget - (time.perf_counter() - started))
         base.set_params(**shape)
         self.settings_results_ = [] if not grid else [
-            {**{name: base.get_params()[name] for name in grid}, "holdout_accuracy": best["holdout_accuracy"]},
+            {**_own_settings(base, grid), "holdout_accuracy": best["holdout_accuracy"]},
             *self._score_settings(base, grid, X, y, split, left, watched)]
         chosen = max((row for row in self.settings_results_ if row["holdout_accuracy"] is not None),
                      key=lambda row: row["holdout_accuracy"], default=best)  # max keeps the first of equals
-        self.best_params_ = {**shape, **{name: chosen[name] for name in grid}}
+        self.best_params_ = {**shape, **{name: chosen[name] for name in _own_settings(base, grid)}}
         self.best_score_ = chosen["holdout_accuracy"]
         self.runner_up_ = _runner_up(table, self.budget())
         self.classes_ = classes
@@ -190,19 +190,19 @@ class LASTBudgetSearch(RefittedBest, ClassifierMixin, BaseEstimator):
             row["holdout_accuracy"] = result["score"]
         return table
 
-    def _score_settings(self, base: LASTClassifier, grid: dict[str, list[Any]], X: np.ndarray, y: np.ndarray,
+    def _score_settings(self, base: LASTClassifier, grid: list[dict[str, Any]], X: np.ndarray, y: np.ndarray,
                         split: list[Any], time_left: float | None, monitor: Callable[[int, Any], bool],
                         ) -> list[dict[str, Any]]:
-        """``[{name: value, ..., "holdout_accuracy"}]`` over ``grid``'s candidates but ``base``'s
-        own settings (scored already), in :func:`~.selection.candidate_grid`'s order; None for
-        those not fitted: all when ``time_left`` is spent (or 0: a stopped search)."""
-        own = {name: base.get_params()[name] for name in grid}
-        candidates = [params for params in candidate_grid(grid) if params != own]
+        """``[{name: value, ..., "holdout_accuracy"}]`` over the candidates ``grid`` but ``base``'s
+        own settings (scored already), in their order; None for those not fitted: all when
+        ``time_left`` is spent (or 0: a stopped search)."""
+        own = _own_settings(base, grid)
+        candidates = [params for params in grid if {**own, **params} != own]
         spent = time_left is not None and time_left <= 0
         results = [] if spent or not candidates else search_within(
             base, candidates, X, y, split, time_left, self.n_jobs, self.verbose, monitor)
         scores = [result["score"] for result in results] + [None] * (len(candidates) - len(results))
-        return [{**params, "holdout_accuracy": score} for params, score in zip(candidates, scores)]
+        return [{**own, **params, "holdout_accuracy": score} for params, score in zip(candidates, scores)]
 
     def _base_estimator(self) -> LASTClassifier:
         """The LASTClassifier every candidate starts from (the shared settings)."""
@@ -212,28 +212,29 @@ class LASTBudgetSearch(RefittedBest, ClassifierMixin, BaseEstimator):
             raise ValueError(f"estimator_params must not set {sorted(fixed)}: LASTBudgetSearch sets them")
         return LASTClassifier(**{"verbose": 0, **extra, "random_state": self.random_state})
 
-    def _settings_grid(self, base: LASTClassifier) -> dict[str, list[Any]]:
-        """The settings searched after the shape, name -> values ({} for none), every candidate
+    def _settings_candidates(self, base: LASTClassifier) -> list[dict[str, Any]]:
+        """The settings searched after the shape, in their order ([] for none), every candidate
         checked before any fit (a bad value is named now, not after the shapes' search)."""
         if self.settings is None:
-            return {}
+            return []
+        refused = f"settings must be a dict of candidate values, a sequence of dicts, 'auto' or None, got {self.settings!r}"
         if isinstance(self.settings, str):
             if self.settings != "auto":
-                raise ValueError(f"settings must be a dict of candidate values, 'auto' or None, got {self.settings!r}")
-            defaults = {"mu": list(DEFAULT_MU), "preprocess": list(DEFAULT_PREPROCESS)}
-            return {name: values for name, values in defaults.items() if name not in (self.estimator_params or {})}
-        if not isinstance(self.settings, Mapping):
-            raise ValueError(f"settings must be a dict of candidate values, 'auto' or None, got {self.settings!r}")
-        fixed = {*SEARCHED, "random_state"} & set(self.settings)
+                raise ValueError(refused)
+            return _auto_settings(self.estimator_params or {})
+        if isinstance(self.settings, Mapping):
+            single = [name for name, values in self.settings.items() if isinstance(values, str) or not np.iterable(values)]
+            if single:
+                raise ValueError(f"settings {single} must each be a sequence of candidate values, got {dict(self.settings)}")
+        elif not np.iterable(self.settings) or not all(isinstance(params, Mapping) for params in self.settings):
+            raise ValueError(refused)
+        candidates = candidate_grid(self.settings)
+        fixed = {*SEARCHED, "random_state"} & {name for params in candidates for name in params}
         if fixed:
             raise ValueError(f"settings must not set {sorted(fixed)}: LASTBudgetSearch sets them")
-        single = [name for name, values in self.settings.items() if isinstance(values, str) or not np.iterable(values)]
-        if single:
-            raise ValueError(f"settings {single} must each be a sequence of candidate values, got {dict(self.settings)}")
-        grid = {name: list(values) for name, values in self.settings.items()}
-        for params in candidate_grid(grid):
+        for params in candidates:
             clone(base).set_params(**params)._check_params()
-        return grid
+        return candidates
 
     def _check_space(self) -> None:
         """ValueError naming a bad search space (the budget checks itself)."""
@@ -247,6 +248,21 @@ class LASTBudgetSearch(RefittedBest, ClassifierMixin, BaseEstimator):
             raise ValueError(f"time_budget must be positive seconds or None, got {self.time_budget!r}")
         if not 0 < self.holdout_fraction < 1:
             raise ValueError(f"holdout_fraction must be in (0, 1), got {self.holdout_fraction!r}")
+
+
+def _own_settings(base: LASTClassifier, candidates: list[dict[str, Any]]) -> dict[str, Any]:
+    """``base``'s values of every setting the candidates set, in their order."""
+    names = dict.fromkeys(name for params in candidates for name in params)
+    return {name: base.get_params()[name] for name in names}
+
+
+def _auto_settings(fixed: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """``settings="auto"``'s candidates: LASTClassifierCV's, less the preprocessing or weight
+    decay that ``fixed`` (the shared ``estimator_params``) sets."""
+    preprocess = [fixed["preprocess"]] if "preprocess" in fixed else list(DEFAULT_PREPROCESS)
+    if "mu" in fixed or "mu_factor" in fixed:
+        return [] if "preprocess" in fixed else [{"preprocess": p} for p in preprocess]
+    return settings_candidates(preprocess)
 
 
 def _largest(fits: Callable[[int], bool], smallest: int, most: int) -> int | None:

@@ -54,6 +54,10 @@ class LASTClassifier(SoftThresholdBase):
         preprocessed rows' mean squared norm, whichever scores better on 20 % of the rows held out
         where fits are cheap (full-batch binary or one-vs-all heads, 200+ rows; :mod:`.mu_choice`),
         else 0.1. ``lastedge train --mu 0,1,10`` chooses among given values on a hold-out.
+    mu_factor : float or None, default=None
+        With ``mu="auto"``: the weight decay per unit of the preprocessed rows' mean squared norm,
+        fixed (no hold-out); None chooses it as ``mu`` says. The unit ``LASTClassifierCV`` and
+        ``lastedge train --auto`` search in. Refused with a numeric ``mu``.
     nu : float, default=1.0
         Weight of ``(nu/2)||w||^2`` against the hinge losses summed over samples.
     max_dca_iter : int, default=50
@@ -124,6 +128,9 @@ class LASTClassifier(SoftThresholdBase):
         "time"; with one-vs-all heads, one such list per head.
     mu_ : float
         The weight decay used, on the rows as given ("auto" resolved).
+    mu_factor_ : float or None
+        With ``mu="auto"``: the weight decay used per unit of the rows' mean squared norm (given,
+        chosen or the first candidate); None with a numeric ``mu``.
     mu_choice_ : dict or None
         With ``mu="auto"`` chosen on a hold-out: each candidate (per unit of the rows' mean
         squared norm) and its held-out accuracy; else None.
@@ -144,6 +151,7 @@ class LASTClassifier(SoftThresholdBase):
     _parameter_constraints: dict[str, list] = {
         **SoftThresholdBase._parameter_constraints,
         "mu": [Interval(0), Options(("auto",))],
+        "mu_factor": [Interval(0), None],
         "multiclass": [Options(("ovr", "shared"))],
         "max_dca_iter": [integers(1)],
         "tol": [Interval(0), None],
@@ -158,7 +166,7 @@ class LASTClassifier(SoftThresholdBase):
     }
 
     def __init__(self, n_atoms: int = 100, *, multiclass: str = "ovr", preprocess: str = "auto",
-                 mu: float | str = "auto", nu: float = 1.0, max_dca_iter: int = 50, tol: float | None = None,
+                 mu: float | str = "auto", mu_factor: float | None = None, nu: float = 1.0, max_dca_iter: int = 50, tol: float | None = None,
                  n_iter_no_change: int = 3, early_stopping: bool = False, validation_fraction: float = 0.1,
                  batch_size: int | str | None = None, warm_start: bool = False, device: str = "cpu",
                  n_jobs: int | None = 1, random_state=None, verbose: int = 1, beta: float = 100.0,
@@ -169,6 +177,7 @@ class LASTClassifier(SoftThresholdBase):
         self.multiclass = multiclass
         self.preprocess = preprocess
         self.mu = mu
+        self.mu_factor = mu_factor
         self.nu = nu
         self.max_dca_iter = max_dca_iter
         self.tol = tol
@@ -193,6 +202,9 @@ class LASTClassifier(SoftThresholdBase):
         super()._check_params()
         if self.shift_augment and self.image_shape is None:
             raise ValueError("shift_augment needs image_shape, the (H, W) or (H, W, 3) of each row")
+        if self.mu_factor is not None and not (isinstance(self.mu, str) and self.mu == "auto"):
+            raise ValueError(f"mu_factor applies to mu='auto' only (a weight decay per unit of the rows' "
+                             f"mean squared norm); mu={self.mu!r} is a weight decay of its own")
 
     def _layout(self, y_index: np.ndarray, atoms_against: float = 0.0) -> tuple[np.ndarray, np.ndarray]:
         """``SoftThresholdBase._layout``'s heads, or one shared head in which ``atoms_against`` of
@@ -247,18 +259,21 @@ class LASTClassifier(SoftThresholdBase):
 
     def _auto_mu_factor(self, given: float | None, warm: WarmStart | None, solver: str, X: np.ndarray,
                         y_index: np.ndarray, shard: Shard | None) -> float:
-        """``mu="auto"``'s weight decay per unit of the rows' mean squared norm: ``given``, a warm
-        start's (its ``mu_choice_`` kept), chosen on held-out rows of ``X`` where
-        :func:`.mu_choice.applies` (recorded in ``mu_choice_``), else the first candidate."""
-        if given is not None:
-            return given
-        if warm is not None:
-            return warm.mu_factor
-        self.mu_choice_ = None
-        if mu_choice.applies(self, solver, len(X), shard is not None):
-            factor, self.mu_choice_ = mu_choice.choose(self, X, y_index, self.preprocess_.kind)
-            return factor
-        return mu_choice.CANDIDATES[0]
+        """``mu="auto"``'s weight decay per unit of the rows' mean squared norm (also kept as
+        ``mu_factor_``, None for a numeric ``mu``): ``given``, ``mu_factor``, a warm start's (its
+        ``mu_choice_`` kept), chosen on held-out rows of ``X`` where :func:`.mu_choice.applies`
+        (recorded in ``mu_choice_``), else the first candidate."""
+        if given is None and self.mu_factor is not None:
+            given, self.mu_choice_ = float(self.mu_factor), None
+        if given is None and warm is not None:
+            given = warm.mu_factor
+        if given is None:
+            self.mu_choice_ = None
+            given = mu_choice.CANDIDATES[0]
+            if mu_choice.applies(self, solver, len(X), shard is not None):
+                given, self.mu_choice_ = mu_choice.choose(self, X, y_index, self.preprocess_.kind)
+        self.mu_factor_ = given if isinstance(self.mu, str) else None
+        return given
 
     def _fit_data(self, X, y) -> tuple[np.ndarray, np.ndarray, WarmStart | None]:
         """Validated ``X``, class indices and the fit to continue (None: a fresh fit). A refused

@@ -1,6 +1,7 @@
 """LASTClassifierCV: LAST with its preprocessing and weight decay chosen on held-out training rows.
 
-Modelled on scikit-learn's ``LogisticRegressionCV``: the candidates are scored with
+Modelled on scikit-learn's ``LogisticRegressionCV``: the candidates (:func:`settings_candidates`,
+the default's own weight decays first) are scored with
 :func:`lastedge.train.selection.choose_params` (one stratified hold-out by default, for speed), the
 search stops when ``time_budget`` seconds are spent, and the best settings are refitted on all rows
 as ``best_estimator_``, the LASTClassifier that lastedge saves and exports.
@@ -23,7 +24,21 @@ from .last import LASTClassifier
 from .selection import choose_params, holdout_split
 
 DEFAULT_PREPROCESS = ("l2", "standardize")
-DEFAULT_MU = (0.0, 0.1, 1.0, 10.0)
+AUTO_MU_FACTORS = (0.1, 0.3, 0.0, 1.0)  # per unit of the rows' mean squared norm; mu="auto"'s two first
+
+
+def settings_candidates(preprocess: Sequence[str] = DEFAULT_PREPROCESS,
+                        mu: Sequence[float] | str = "auto") -> list[dict[str, Any]]:
+    """The settings a search tries, in this order: each weight decay, each preprocessing in turn
+    for each. ``mu="auto"`` tries ``mu_factor`` (with LASTClassifier's ``mu="auto"``) in
+    ``AUTO_MU_FACTORS``: the default's own two candidates first, then the paper's objective (0) and
+    a stronger decay, each scaled to the preprocessed rows as the default is; numbers are weight
+    decays as given."""
+    if isinstance(mu, str):
+        if mu != "auto":
+            raise ValueError(f"mu must be 'auto' or a non-empty sequence of non-negative numbers, got {mu!r}")
+        return [{"preprocess": p, "mu_factor": factor} for factor in AUTO_MU_FACTORS for p in preprocess]
+    return [{"preprocess": p, "mu": float(m)} for m in mu for p in preprocess]
 
 
 class RefittedBest:
@@ -57,8 +72,10 @@ class LASTClassifierCV(RefittedBest, ClassifierMixin, BaseEstimator):
         ``"ovr"`` or ``"shared"`` (fixed, not searched).
     preprocess : sequence of str
         Candidate preprocessings, tried in this order for each ``mu``.
-    mu : sequence of float
-        Candidate weight decays, tried in this order (the first with every preprocessing first).
+    mu : "auto" or sequence of float
+        Candidate weight decays, tried in this order (the first with every preprocessing first);
+        "auto": 0.1, 0.3, 0 and 1 times the preprocessed rows' mean squared norm (LASTClassifier's
+        ``mu_factor``; its default chooses between the first two), see :func:`settings_candidates`.
     cv : int, splitter or None
         Folds or splitter; None holds out ``holdout_fraction`` of the rows once (stratified).
     holdout_fraction : float
@@ -76,7 +93,7 @@ class LASTClassifierCV(RefittedBest, ClassifierMixin, BaseEstimator):
     """
 
     def __init__(self, n_atoms: int = 100, *, multiclass: str = "ovr",
-                 preprocess: Sequence[str] = DEFAULT_PREPROCESS, mu: Sequence[float] = DEFAULT_MU,
+                 preprocess: Sequence[str] = DEFAULT_PREPROCESS, mu: Sequence[float] | str = "auto",
                  cv: Any = None, holdout_fraction: float = 0.2, time_budget: float | None = None,
                  estimator_params: Mapping[str, Any] | None = None, random_state: int | None = None,
                  n_jobs: int | None = None, verbose: int = 0):
@@ -93,10 +110,10 @@ class LASTClassifierCV(RefittedBest, ClassifierMixin, BaseEstimator):
         self.verbose = verbose
 
     def candidates(self) -> list[dict[str, Any]]:
-        """The settings in the order they are tried: mu in the given order (the cheapest, 0, first by
-        default), each preprocessing in turn for each; ``lastedge train --auto`` tries them so too."""
+        """The settings in the order they are tried (:func:`settings_candidates`); ``lastedge train
+        --auto`` tries them so too."""
         self._check_space()
-        return [{"preprocess": p, "mu": float(m)} for m in self.mu for p in self.preprocess]
+        return settings_candidates(self.preprocess, self.mu)
 
     def fit(self, X: Any, y: Any) -> LASTClassifierCV:
         """Score the candidates on the hold-out within ``time_budget``, then refit the best on all rows."""
@@ -117,7 +134,7 @@ class LASTClassifierCV(RefittedBest, ClassifierMixin, BaseEstimator):
     def _base_estimator(self) -> LASTClassifier:
         """The LASTClassifier every candidate starts from (fixed settings only)."""
         extra = dict(self.estimator_params or {})
-        fixed = {"n_atoms", "multiclass", "preprocess", "mu", "random_state"} & set(extra)
+        fixed = {"n_atoms", "multiclass", "preprocess", "mu", "mu_factor", "random_state"} & set(extra)
         if fixed:
             raise ValueError(f"estimator_params must not set {sorted(fixed)}: they are LASTClassifierCV's own")
         return LASTClassifier(**{"verbose": 0, **extra, "n_atoms": self.n_atoms, "multiclass": self.multiclass,
@@ -130,8 +147,9 @@ class LASTClassifierCV(RefittedBest, ClassifierMixin, BaseEstimator):
         unknown = [p for p in self.preprocess if p not in KINDS]
         if unknown:
             raise ValueError(f"preprocess candidates {unknown} are not among {KINDS}")
-        if isinstance(self.mu, str) or not len(self.mu) or any(float(m) < 0 for m in self.mu):
-            raise ValueError(f"mu must be a non-empty sequence of non-negative numbers, got {self.mu!r}")
+        if (self.mu != "auto" if isinstance(self.mu, str)
+                else not len(self.mu) or any(not float(m) >= 0 for m in self.mu)):
+            raise ValueError(f"mu must be 'auto' or a non-empty sequence of non-negative numbers, got {self.mu!r}")
         if self.time_budget is not None and not self.time_budget > 0:
             raise ValueError(f"time_budget must be positive seconds or None, got {self.time_budget!r}")
         if not 0 < self.holdout_fraction < 1:

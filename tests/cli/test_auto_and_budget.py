@@ -7,19 +7,21 @@ import json
 
 import pytest
 
-from lastedge.cli.auto import AUTO_MU, AUTO_PREPROCESS, auto_grid
+from lastedge.cli.auto import AUTO_MU_FACTORS, AUTO_PREPROCESS, auto_grid
 from lastedge.cli.app import main
-from lastedge.train.model_search import DEFAULT_MU, DEFAULT_PREPROCESS
+from lastedge.train.model_search import AUTO_MU_FACTORS as ESTIMATOR_FACTORS
+from lastedge.train.model_search import DEFAULT_PREPROCESS, settings_candidates
 
 
-def test_auto_searches_the_estimators_defaults():
-    assert AUTO_PREPROCESS == list(DEFAULT_PREPROCESS) and AUTO_MU == list(DEFAULT_MU)
+def test_auto_searches_the_estimators_candidates_in_their_order():
+    assert AUTO_PREPROCESS == list(DEFAULT_PREPROCESS) and AUTO_MU_FACTORS == list(ESTIMATOR_FACTORS)
+    assert auto_grid(argparse.Namespace(mu=None, preprocess=None)) == settings_candidates()
 
 
 @pytest.mark.parametrize("mu, preprocess, expected", [
-    (None, None, {"mu": AUTO_MU, "preprocess": AUTO_PREPROCESS}),
-    ([1.0], None, {"mu": [1.0], "preprocess": AUTO_PREPROCESS}),
-    ([0.0, 10.0], "center-l2", {"mu": [0.0, 10.0], "preprocess": ["center-l2"]}),
+    (None, "l2", [{"mu_factor": f, "preprocess": "l2"} for f in AUTO_MU_FACTORS]),
+    ([1.0], None, [{"mu": 1.0, "preprocess": p} for p in AUTO_PREPROCESS]),
+    ([0.0, 10.0], "center-l2", [{"mu": 0.0, "preprocess": "center-l2"}, {"mu": 10.0, "preprocess": "center-l2"}]),
 ])
 def test_explicit_settings_are_fixed_not_searched(mu, preprocess, expected):
     assert auto_grid(argparse.Namespace(mu=mu, preprocess=preprocess)) == expected
@@ -63,3 +65,24 @@ def test_auto_with_jobs_chooses_as_one_at_a_time(tmp_path, capsys):
         chosen.append(json.loads(capsys.readouterr().out)["selection"])
     assert chosen[0]["chosen"] == chosen[1]["chosen"]
     assert chosen[0]["candidates"] == chosen[1]["candidates"]  # the same fits, scored alike
+
+
+def test_auto_tries_every_candidate_by_default_and_names_the_weight_decays_unit(tmp_path, capsys):
+    from lastedge.runtime import Model
+
+    out = tmp_path / "m.npz"
+    argv = ["train", "--data", "digits", "--atoms", "2", "--max-dca-iter", "2", "--inner-iter", "20",
+            "--auto", "--quiet", "--out", str(out)]
+    assert main([*argv, "--json"]) == 0
+    summary = json.loads(capsys.readouterr().out)
+    selection = summary["selection"]
+    tried = [{k: v for k, v in row.items() if k != "holdout_accuracy"} for row in selection["candidates"]]
+    assert tried == settings_candidates() and "over_budget" not in selection  # no time budget by default
+    assert selection["time_budget_s"] is None
+    best = max(selection["candidates"], key=lambda row: row["holdout_accuracy"])
+    assert selection["chosen"] == {"mu_factor": best["mu_factor"], "preprocess": best["preprocess"]}
+    assert summary["model"]["mu_factor"] == best["mu_factor"] and summary["model"]["mu_choice"] is None
+    assert Model.load(out).meta["params"]["mu_factor"] == best["mu_factor"]
+    assert main(argv) == 0
+    shown = capsys.readouterr().out
+    assert f"({best['mu_factor']:g} x the rows' mean squared norm)" in shown

@@ -135,13 +135,13 @@ def test_auto_with_a_budget_chooses_the_shape_then_the_settings(run, tmp_path, f
     shape = _chosen_row(selection)
     assert shape["fits"] and model.macs_per_sample == shape["macs"] <= 3000 and selection["runner_up"]["macs"] > 3000
     settings = selection["settings"]
-    assert [(row["mu"], row["preprocess"]) for row in settings["candidates"]] == [
-        ("auto", "auto"), *((mu, p) for mu in (0, 0.1, 1, 10) for p in ("l2", "standardize"))]
+    assert [(row["mu_factor"], row["preprocess"]) for row in settings["candidates"]] == [
+        (None, "auto"), *((f, p) for f in (0.1, 0.3, 0, 1) for p in ("l2", "standardize"))]
     assert settings["candidates"][0]["holdout_accuracy"] == shape["holdout_accuracy"]  # the same hold-out
     best = max(settings["candidates"], key=lambda row: row["holdout_accuracy"])
-    assert settings["chosen"] == {"mu": best["mu"], "preprocess": best["preprocess"]}
+    assert settings["chosen"] == {"mu_factor": best["mu_factor"], "preprocess": best["preprocess"]}
     assert selection["chosen"] == {"n_atoms": shape["n_atoms"], "multiclass": shape["multiclass"], **settings["chosen"]}
-    assert model.meta["params"]["mu"] == best["mu"] and model.meta["params"]["preprocess"] == best["preprocess"]
+    assert model.meta["params"]["mu_factor"] == best["mu_factor"] and model.meta["params"]["preprocess"] == best["preprocess"]
     status, shown, _ = run("inspect", out)
     assert status == 0 and "settings choice" in shown and "over the budget" in shown
 
@@ -181,8 +181,8 @@ def test_a_spent_time_budget_keeps_the_first_shape_at_the_default_settings(run, 
     assert status == 0, err
     lines = {line.split("  ")[0]: line for line in text.splitlines()}
     assert "time budget       spent after 1 candidate;" in text
-    assert lines["settings choice"].startswith("settings choice   mu=auto preprocess=auto (")
-    assert "time budget spent after 1 of 9 candidates; not fitted: mu=0 preprocess=l2," in lines["settings grid"]
+    assert lines["settings choice"].startswith("settings choice   mu_factor=default preprocess=auto (")
+    assert "time budget spent after 1 of 9 candidates; not fitted: mu_factor=0.1 preprocess=l2," in lines["settings grid"]
 
 
 @pytest.mark.slow

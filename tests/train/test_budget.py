@@ -15,7 +15,7 @@ from sklearn.utils.estimator_checks import parametrize_with_checks
 from lastedge.runtime.model import count_macs
 from lastedge.train import LASTBudgetSearch, LASTClassifier, LatencyModel
 from lastedge.train.device_cost import DeviceBudget, flash_bytes, model_shape
-from lastedge.train.model_search import DEFAULT_MU
+from lastedge.train.model_search import AUTO_MU_FACTORS
 from lastedge.train.selection import holdout_split
 
 pytestmark = pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")  # fast settings
@@ -237,8 +237,9 @@ def test_auto_settings_search_the_cv_defaults_less_those_fixed(digits_subset):
                               **{**FAST, "n_sizes": 1, "estimator_params": fixed}).fit(X, y)
     assert search.settings_results_ == []  # nothing left to search
     search.set_params(estimator_params={**FAST["estimator_params"], "preprocess": "l2"}).fit(X, y)
-    assert [row["mu"] for row in search.settings_results_] == ["auto", *DEFAULT_MU]
-    assert search.best_params_["mu"] in ["auto", *DEFAULT_MU] and "preprocess" not in search.best_params_
+    assert [row["mu_factor"] for row in search.settings_results_] == [None, *AUTO_MU_FACTORS]
+    assert {row["preprocess"] for row in search.settings_results_} == {"l2"}
+    assert search.best_params_["mu_factor"] in [None, *AUTO_MU_FACTORS] and search.best_params_["preprocess"] == "l2"
 
 
 def test_a_candidate_equal_to_the_shapes_setting_is_not_fitted_twice(digits_subset):

@@ -12,6 +12,7 @@ from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
 from lastedge.train import LASTClassifier, LASTClassifierCV
+from lastedge.train.model_search import AUTO_MU_FACTORS, settings_candidates
 
 pytestmark = pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")  # fast settings
 
@@ -67,6 +68,8 @@ def test_clone_keeps_the_search_space():
     ({"preprocess": "l2"}, "preprocess"),
     ({"mu": ()}, "mu"),
     ({"mu": (-1.0,)}, "mu"),
+    ({"mu": "fixed"}, "mu"),
+    ({"estimator_params": {"mu_factor": 0.3}}, "mu_factor"),
     ({"time_budget": 0}, "time_budget"),
     ({"holdout_fraction": 1.5}, "holdout_fraction"),
     ({"estimator_params": {"mu": 1.0}}, "mu"),
@@ -75,3 +78,22 @@ def test_bad_search_space_is_a_value_error_naming_it(digits_subset, bad, named):
     X, y = digits_subset
     with pytest.raises(ValueError, match=named):
         LASTClassifierCV(**{**FAST, **bad}).fit(X, y)
+
+
+def test_the_default_space_is_the_defaults_unit_its_own_candidates_first(digits_subset):
+    """mu="auto" searches ``mu_factor`` (the default's unit: a weight decay per unit of the
+    preprocessed rows' mean squared norm), 0.1 and 0.3 (what the default chooses between) first."""
+    assert settings_candidates(("l2",))[:2] == [{"preprocess": "l2", "mu_factor": 0.1},
+                                                {"preprocess": "l2", "mu_factor": 0.3}]
+    assert [c["mu_factor"] for c in settings_candidates()] == [f for f in AUTO_MU_FACTORS for _ in range(2)]
+    X, y = digits_subset
+    search = LASTClassifierCV(**{**FAST, "mu": "auto", "preprocess": ("standardize",), "time_budget": 1e-9}).fit(X, y)
+    assert search.best_params_ == {"preprocess": "standardize", "mu_factor": 0.1}
+    best = search.best_estimator_
+    assert best.mu == "auto" and best.mu_factor_ == 0.1 and best.mu_choice_ is None
+    assert best.mu_ == pytest.approx(0.1 * np.mean(np.sum(best.preprocess_.apply(X) ** 2, 1)), rel=1e-4)
+
+
+def test_a_bad_mu_string_is_a_value_error():
+    with pytest.raises(ValueError, match="mu must be 'auto'"):
+        settings_candidates(mu="fixed")

@@ -95,3 +95,29 @@ def test_verbose_names_each_candidate_and_its_score(capsys):
     err = capsys.readouterr().err
     assert "mu='auto': fitting 2 weight decays on 240 rows to score them on 60 held out" in err
     assert err.count("held-out rows") == len(mu_choice.CANDIDATES)
+
+
+def test_a_given_mu_factor_is_fitted_without_a_hold_out():
+    """``mu_factor`` fixes the weight decay in the default's unit: the fit the choice makes when it
+    chooses that factor (the unit ``LASTClassifierCV`` searches in)."""
+    X, y = problem()
+    chosen = fit(X, y, preprocess="standardize")
+    given = fit(X, y, preprocess="standardize", mu_factor=chosen.mu_factor_)
+    assert chosen.mu_choice_ is not None and given.mu_choice_ is None
+    assert given.mu_factor_ == chosen.mu_factor_ and given.mu_ == chosen.mu_
+    np.testing.assert_array_equal(given.coef_, chosen.coef_)
+    other = mu_choice.CANDIDATES[1] if chosen.mu_factor_ == mu_choice.CANDIDATES[0] else mu_choice.CANDIDATES[0]
+    scaled = fit(X, y, preprocess="standardize", mu_factor=other)
+    mean_squared_norm = np.mean(np.sum(scaled.preprocess_.apply(X) ** 2, 1))
+    assert scaled.mu_ == pytest.approx(other * mean_squared_norm, rel=1e-4)
+    assert fit(X, y, mu=0.5).mu_factor_ is None
+
+
+@pytest.mark.parametrize("params, named", [
+    ({"mu": 0.5, "mu_factor": 0.3}, "mu_factor applies to mu='auto' only"),
+    ({"mu_factor": -1.0}, "mu_factor"),
+])
+def test_a_bad_mu_factor_is_a_value_error_naming_it(params, named):
+    X, y = problem()
+    with pytest.raises(ValueError, match=named):
+        fit(X, y, **params)
