@@ -52,7 +52,7 @@ def test_each_target_gets_the_formats_it_runs_and_passes_its_self_test(case, tar
     assert info["target"] == target and len(info["files"]) == len(models)
     assert selftest.main([str(out)]) == 0
     table = capsys.readouterr().out
-    assert "FAIL" not in table and f"self-test passed: " in table
+    assert "FAIL" not in table and "self-test passed: " in table
     results = selftest.run_selftest(out)
     assert {r["file"] for r in results} == models and all(r["agreement"] == 1.0 for r in results)
 

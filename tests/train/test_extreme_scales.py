@@ -215,7 +215,7 @@ def test_rows_beyond_float32_squares_train_on_the_rescaled_rows_as_the_same_desc
                                atol=1e-3 * np.abs(base.dictionary_).max())
 
 
-def test_rows_too_short_for_float32_atoms_are_refused_before_training(monkeypatch):
+def test_rows_too_short_for_float32_atoms_are_refused_before_sgd_training(monkeypatch):
     X, y = easy_problem(2)
     X = X * (1e3 * FLOAT32.tiny / np.abs(X).max())  # atoms of 1 / (eps r) would pass 1e38
 
