@@ -244,7 +244,7 @@ class LASTClassifier(SoftThresholdBase):
         else:
             prepared = warm.prepare(self, X, y_index)
         Z, row_scale, _, groups, _, _ = prepared
-        mu_factor = self._auto_mu_factor(mu_factor, warm, settings.solver, X_rows, y_rows, shard)
+        mu_factor = self._auto_mu_factor(mu_factor, warm, settings.solver, X_rows, y_rows, shard, monitor)
         solver, schedule = self._inner_solver(settings, Z, warm, shard)
         tracker = IterationTracker(self, groups, row_scale, start, X_val, y_val, monitor)
         seed = int(rng.randint(2**31 - 1)) if warm is None else warm.seed  # a warm start's run goes on
@@ -258,11 +258,11 @@ class LASTClassifier(SoftThresholdBase):
         return self
 
     def _auto_mu_factor(self, given: float | None, warm: WarmStart | None, solver: str, X: np.ndarray,
-                        y_index: np.ndarray, shard: Shard | None) -> float:
+                        y_index: np.ndarray, shard: Shard | None, monitor: Monitor | None) -> float:
         """``mu="auto"``'s weight decay per unit of the rows' mean squared norm (also kept as
         ``mu_factor_``, None for a numeric ``mu``): ``given``, ``mu_factor``, a warm start's (its
         ``mu_choice_`` kept), chosen on held-out rows of ``X`` where :func:`.mu_choice.applies`
-        (recorded in ``mu_choice_``), else the first candidate."""
+        (recorded in ``mu_choice_``; ``monitor`` watches its fits), else the first candidate."""
         if given is None and self.mu_factor is not None:
             given, self.mu_choice_ = float(self.mu_factor), None
         if given is None and warm is not None:
@@ -271,7 +271,7 @@ class LASTClassifier(SoftThresholdBase):
             self.mu_choice_ = None
             given = mu_choice.CANDIDATES[0]
             if mu_choice.applies(self, solver, len(X), shard is not None):
-                given, self.mu_choice_ = mu_choice.choose(self, X, y_index, self.preprocess_.kind)
+                given, self.mu_choice_ = mu_choice.choose(self, X, y_index, self.preprocess_.kind, monitor)
         self.mu_factor_ = given if isinstance(self.mu, str) else None
         return given
 

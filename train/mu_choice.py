@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import sys
 import warnings
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -40,11 +41,14 @@ def applies(estimator: Any, solver: str, n_rows: int, distributed: bool) -> bool
     return chooses and len(CANDIDATES) > 1 and solver == "lbfgs" and n_rows >= MIN_ROWS and not distributed
 
 
-def choose(estimator: Any, X: np.ndarray, y_index: np.ndarray, kind: str) -> tuple[float, dict[float, float] | None]:
+def choose(estimator: Any, X: np.ndarray, y_index: np.ndarray, kind: str,
+           monitor: Callable[[int, Any], bool | None] | None = None) -> tuple[float, dict[float, float] | None]:
     """``(factor, {factor: held-out accuracy})``: the candidate whose fit on 80 % of ``X`` (class
     indices ``y_index`` into ``estimator.classes_``, preprocessing ``kind``) is most accurate on the
     rest. Rows a stratified split cannot hold out (a class of one row) keep the first candidate,
-    with no scores (None)."""
+    with no scores (None). The fit's ``monitor`` watches the candidates' fits too: when it stops
+    one (Ctrl-C) the choice stops there, the best of the candidates fitted before it kept (none:
+    the first candidate)."""
     split = StratifiedShuffleSplit(n_splits=1, test_size=HOLDOUT_FRACTION, random_state=SEED)
     try:
         fit_rows, held_rows = next(split.split(X, y_index))
@@ -55,13 +59,24 @@ def choose(estimator: Any, X: np.ndarray, y_index: np.ndarray, kind: str) -> tup
         print(f"LAST: mu='auto': fitting {len(CANDIDATES)} weight decays on {len(fit_rows)} rows to score them on "
               f"{len(held_rows)} held out", file=sys.stderr, flush=True)
     scores: dict[float, float] = {}
+    stopped = []
+
+    def watched(k: int, fitted: Any) -> bool:
+        stopped.append(bool(monitor is not None and monitor(k, fitted)))
+        return stopped[-1]
+
     for factor in CANDIDATES:
         candidate = clone(estimator).set_params(preprocess=kind, verbose=0, warm_start=False)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", ConvergenceWarning)  # the final fit reports its own
-            candidate._fit(X[fit_rows], labels[fit_rows], mu_factor=factor)
+            candidate._fit(X[fit_rows], labels[fit_rows], monitor=None if monitor is None else watched,
+                           mu_factor=factor)
+        if any(stopped):
+            break
         scores[factor] = float(np.mean(candidate.predict(X[held_rows]) == labels[held_rows]))
         if estimator.verbose:
             print(f"LAST: mu='auto' candidate {factor:g} x the rows' mean squared norm: "
                   f"{scores[factor]:.2%} on {len(held_rows)} held-out rows", file=sys.stderr, flush=True)
+    if not scores:
+        return CANDIDATES[0], None
     return max(scores, key=scores.__getitem__), scores  # max keeps the first of equals

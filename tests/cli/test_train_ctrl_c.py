@@ -51,19 +51,19 @@ def _press_ctrl_c_in_sgd(monkeypatch, trial: int | None, checkpoint: int, times:
 
 
 def _press_ctrl_c_in_last(monkeypatch, presses: dict[int, int]) -> list[int]:
-    """SIGINT ``presses[n]`` times at the end of the first DCA iteration of the CLI's ``n``-th LAST
-    fit (counted from 1: the grid's candidates, then the final fit); returns each fit's row count."""
+    """SIGINT ``presses[n]`` times at the end of the first DCA iteration the CLI's ``n``-th LAST
+    fit watches (counted from 1: the grid's candidates, then the final fit; with ``mu="auto"`` that
+    of its weight decay choice's first fit); returns each fit's row count."""
     fit = LASTClassifier.fit
     rows: list[int] = []
 
     def fit_with_ctrl_c(self, X, y, monitor=None):
         rows.append(len(X))
-        number = len(rows)
+        pending = [presses.get(len(rows), 0)]
 
         def pressed(k, estimator):
-            if k == 0:
-                for _ in range(presses.get(number, 0)):
-                    signal.raise_signal(signal.SIGINT)
+            for _ in range(pending.pop() if pending else 0):
+                signal.raise_signal(signal.SIGINT)
             return monitor is not None and monitor(k, estimator)
         return fit(self, X, y, monitor=pressed)
 
@@ -312,3 +312,32 @@ def test_choose_params_monitor_stops_after_a_candidate_and_otherwise_changes_not
         assert [params for params, _ in candidates] == [{"mu": 0}, {"mu": 1}]
         assert candidate_grid(grid)[len(candidates):] == [{"mu": 10}]
         assert best == max(candidates, key=lambda c: c[1])[0]
+
+
+# --- mu="auto"'s weight decay choice ------------------------------------------------------------
+
+def test_ctrl_c_in_the_weight_decay_choice_stops_it_and_the_final_fit(run, tmp_path, capsys, monkeypatch):
+    """mu='auto''s hold-out fits see Ctrl-C too (they did not: a press there acted only after the
+    choice): pressed in the first candidate, the choice stops there and keeps the first candidate,
+    and the final fit stops after its first DCA iteration, its model saved."""
+    fit = LASTClassifier._fit
+    factors: list[float | None] = []
+
+    def fit_with_ctrl_c(self, X, y, monitor=None, mu_factor=None):
+        factors.append(mu_factor)
+        number = len(factors)
+
+        def pressed(k, estimator):
+            if k == 0 and number == 2:  # the first candidate (the first call is the final fit's own)
+                signal.raise_signal(signal.SIGINT)
+            return monitor is not None and monitor(k, estimator)
+        return fit(self, X, y, monitor=pressed, mu_factor=mu_factor)
+
+    monkeypatch.setattr(LASTClassifier, "_fit", fit_with_ctrl_c)
+    code, out, err = run("train", *LAST, "--preprocess", "l2", "--json", "--out", tmp_path / "m.npz")
+    assert code == 130, err
+    assert factors == [None, 0.1]  # the second candidate was never fitted
+    summary = json.loads(out)
+    assert summary["interrupted"] == {"after_dca_iteration": 1, "max_dca_iter": 2}
+    assert summary["model"]["mu_factor"] == 0.1 and summary["model"]["mu_choice"] is None
+    assert Model.load(tmp_path / "m.npz").meta["interrupted"] == summary["interrupted"]
