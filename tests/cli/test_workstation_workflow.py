@@ -101,14 +101,18 @@ def test_semicolon_and_tab_separated_files_are_read(tmp_path, separator):
 # --- Ctrl-C in a fit --------------------------------------------------------------------------
 
 def _ctrl_c_after_first_iteration(monkeypatch):
-    """Make the train command's LAST fit receive SIGINT at the end of its first DCA iteration."""
+    """Make the train command's LAST fit receive SIGINT once, at the end of the first DCA iteration
+    it watches (with ``mu="auto"`` choosing: its weight decay choice's first fit's)."""
     from lastedge.train import LASTClassifier
 
     fit = LASTClassifier.fit
 
     def fit_with_ctrl_c(self, X, y, monitor=None):
+        pending = [1]
+
         def pressed(k, estimator):
-            if k == 0:
+            if pending:
+                pending.pop()
                 signal.raise_signal(signal.SIGINT)
             return monitor(k, estimator)
         return fit(self, X, y, monitor=pressed)
