@@ -64,9 +64,10 @@ class LASTBudgetSearch(RefittedBest, ClassifierMixin, BaseEstimator):
         LASTClassifier settings chosen after the shape, for the chosen atoms and form on the same
         hold-out: name -> candidate values (e.g. ``{"mu": [0, 1]}``), the candidates themselves
         (``[{"mu": 0}, ...]``), or ``"auto"``, the candidates of
-        :class:`~.model_search.LASTClassifierCV` less the settings ``estimator_params`` fixes. The shapes are scored at ``estimator_params``' settings, which
-        stay a candidate (and win ties); ``settings_results_`` lists them all, that one first,
-        and ``best_params_`` holds both choices. None: the shape alone.
+        :class:`~.model_search.LASTClassifierCV` less the settings ``estimator_params`` fixes.
+        The shapes are scored at ``estimator_params``' settings, which stay a candidate (and win
+        ties); ``settings_results_`` lists them all, that one first, and ``best_params_`` holds
+        both choices. None: the shape alone.
     refit : bool
         Refit the best on all rows as ``best_estimator_`` (False: the search only).
     estimator_params : dict or None
@@ -217,7 +218,8 @@ class LASTBudgetSearch(RefittedBest, ClassifierMixin, BaseEstimator):
         checked before any fit (a bad value is named now, not after the shapes' search)."""
         if self.settings is None:
             return []
-        refused = f"settings must be a dict of candidate values, a sequence of dicts, 'auto' or None, got {self.settings!r}"
+        refused = ("settings must be a dict of candidate values, a sequence of dicts, 'auto' or None, "
+                   f"got {self.settings!r}")
         if isinstance(self.settings, str):
             if self.settings != "auto":
                 raise ValueError(refused)

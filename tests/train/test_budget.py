@@ -153,6 +153,9 @@ def test_a_budget_no_model_fits_names_the_smallest_models_cost():
                                         ({"settings": {"n_atoms": [2, 4]}}, "settings must not set"),
                                         ({"settings": {"mu": 1.0}}, "sequence of candidate values"),
                                         ({"settings": "all"}, "settings must be"),
+                                        ({"settings": [0.0, 1.0]}, "sequence of dicts"),
+                                        ({"settings": [{"n_atoms": 2}]}, "settings must not set"),
+                                        ({"settings": [{"mu_factor": -1.0}]}, "mu_factor"),
                                         ({"settings": {"mu": [0.0, -1.0]}}, "mu"),
                                         ({"settings": {"preprocess": ["whiten"]}}, "whiten")])
 def test_bad_search_settings_are_value_errors(digits_subset, bad, named):
@@ -289,3 +292,16 @@ def test_a_stop_in_the_shapes_stage_skips_the_settings(digits_subset, time_budge
     assert sum(row["holdout_accuracy"] is not None for row in search.cv_results_) == 1
     assert [row["holdout_accuracy"] is None for row in search.settings_results_] == [False, True, True]
     assert search.best_params_["mu"] == "auto"
+
+
+def test_settings_given_as_candidates_run_in_their_order(digits_subset):
+    """A sequence of parameter dicts is tried as given (``lastedge train --auto`` passes its
+    candidates so); each row holds every setting named, the shapes' own for those it leaves."""
+    X, y = digits_subset
+    search = LASTBudgetSearch(max_macs=800, fit_over_budget=False, refit=False,
+                              settings=[{"mu_factor": 0.3}, {"preprocess": "standardize", "mu_factor": 0.0}],
+                              **{**FAST, "n_sizes": 1}).fit(X, y)
+    assert [{k: v for k, v in row.items() if k != "holdout_accuracy"} for row in search.settings_results_] == [
+        {"mu_factor": None, "preprocess": "auto"}, {"mu_factor": 0.3, "preprocess": "auto"},
+        {"mu_factor": 0.0, "preprocess": "standardize"}]
+    assert set(search.best_params_) == {"n_atoms", "multiclass", "mu_factor", "preprocess"}
