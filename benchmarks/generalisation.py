@@ -110,6 +110,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--tasks", nargs="+", choices=sorted(TASKS), help="default: all (--quick: moons circles)")
     parser.add_argument("--methods", nargs="+", choices=METHODS, default=list(METHODS))
     parser.add_argument("--seeds", type=int, help="seeds 0..S-1 (default 3; --quick: 1)")
+    parser.add_argument("--first-seed", type=int, default=0, metavar="F",
+                        help="start at seed F: seeds F..F+S-1 (to add seeds to an earlier run)")
     parser.add_argument("--atoms", type=int, default=50, help="atoms per head (N); the MLP's width")
     parser.add_argument("--quick", action="store_true", help="short fits and a small SVM grid: a plumbing check")
     parser.add_argument("--sgd-iter", type=int, help="SGD baseline's max_iter (default: its own, 250000)")
@@ -125,6 +127,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     args = parser.parse_args(argv)
     args.tasks = args.tasks or list(QUICK_TASKS if args.quick else TASKS)
     args.seeds = args.seeds if args.seeds is not None else 1 if args.quick else 3
+    if args.first_seed < 0:
+        parser.error("--first-seed must be 0 or more")
     for name in ("seeds", "atoms", "sgd_iter", "time_limit", "cv_time_budget"):
         value = getattr(args, name)
         if value is not None and value <= 0:
@@ -138,7 +142,7 @@ def run(args: argparse.Namespace) -> list[dict[str, Any]]:
     if args.tables_from:
         return []
     budget, start, rows = Budget.of(args.quick, args.sgd_iter, args.cv_time_budget), time.perf_counter(), []
-    for seed in range(args.seeds):
+    for seed in range(args.first_seed, args.first_seed + args.seeds):
         for task in args.tasks:
             split = None
             for method in args.methods:

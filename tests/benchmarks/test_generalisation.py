@@ -91,3 +91,13 @@ def test_tables_from_joins_runs_without_fitting(import_benchmark, tmp_path, caps
     assert {s["method"]: s["accuracy"] for s in summary} == {"sgd": 80.0, "last": 85.0, "mlp": None}
     out = capsys.readouterr().out
     assert "| task | last | sgd | mlp |" in out and "1 of 3 fits not run" in out
+
+
+def test_first_seed_adds_seeds_to_an_earlier_run(import_benchmark, monkeypatch):
+    generalisation = import_benchmark("generalisation")
+    monkeypatch.setattr(generalisation, "load", lambda task, seed, data: None)
+    monkeypatch.setattr(generalisation, "run_one", lambda split, task, method, seed, n, budget: fit(task, method, seed, 90.0))
+    args = generalisation.parse_args(["--tasks", "moons", "--methods", "last", "--seeds", "2", "--first-seed", "1"])
+    assert [r["seed"] for r in generalisation.run(args)] == [1, 2]
+    with pytest.raises(SystemExit):
+        generalisation.parse_args(["--first-seed", "-1"])
