@@ -166,8 +166,9 @@ class LASTClassifier(SoftThresholdBase):
     }
 
     def __init__(self, n_atoms: int = 100, *, multiclass: str = "ovr", preprocess: str = "auto",
-                 mu: float | str = "auto", mu_factor: float | None = None, nu: float = 1.0, max_dca_iter: int = 50, tol: float | None = None,
-                 n_iter_no_change: int = 3, early_stopping: bool = False, validation_fraction: float = 0.1,
+                 mu: float | str = "auto", mu_factor: float | None = None, nu: float = 1.0,
+                 max_dca_iter: int = 50, tol: float | None = None, n_iter_no_change: int = 3,
+                 early_stopping: bool = False, validation_fraction: float = 0.1,
                  batch_size: int | str | None = None, warm_start: bool = False, device: str = "cpu",
                  n_jobs: int | None = 1, random_state=None, verbose: int = 1, beta: float = 100.0,
                  eps: float = 1e-4, inner_solver: str = "auto", inner_iter: int | None = None,
