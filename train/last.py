@@ -225,9 +225,9 @@ class LASTClassifier(SoftThresholdBase):
         """
         return self._fit(X, y, monitor)
 
-    def _fit(self, X, y, monitor: Monitor | None = None, mu_factor: float | None = None) -> LASTClassifier:
-        """``fit``; ``mu_factor`` fixes ``mu="auto"``'s weight decay per unit of the rows' mean
-        squared norm (None: chosen by :mod:`.mu_choice` where it applies, else its first candidate)."""
+    def _fit(self, X, y, monitor: Monitor | None = None) -> LASTClassifier:
+        """``fit`` (also of :mod:`.mu_choice`'s candidates, whose fits ``lastedge train`` does not
+        count as its own)."""
         self._check_params()
         start = time.perf_counter()
         X, y_index, warm = self._fit_data(X, y)
@@ -245,7 +245,7 @@ class LASTClassifier(SoftThresholdBase):
         else:
             prepared = warm.prepare(self, X, y_index)
         Z, row_scale, _, groups, _, _ = prepared
-        mu_factor = self._auto_mu_factor(mu_factor, warm, settings.solver, X_rows, y_rows, shard, monitor)
+        mu_factor = self._auto_mu_factor(warm, settings.solver, X_rows, y_rows, shard, monitor)
         solver, schedule = self._inner_solver(settings, Z, warm, shard)
         tracker = IterationTracker(self, groups, row_scale, start, X_val, y_val, monitor)
         seed = int(rng.randint(2**31 - 1)) if warm is None else warm.seed  # a warm start's run goes on
@@ -258,15 +258,16 @@ class LASTClassifier(SoftThresholdBase):
                                      schedule, seed, self.n_iter_ + done, mu_factor)
         return self
 
-    def _auto_mu_factor(self, given: float | None, warm: WarmStart | None, solver: str, X: np.ndarray,
-                        y_index: np.ndarray, shard: Shard | None, monitor: Monitor | None) -> float:
+    def _auto_mu_factor(self, warm: WarmStart | None, solver: str, X: np.ndarray, y_index: np.ndarray,
+                        shard: Shard | None, monitor: Monitor | None) -> float:
         """``mu="auto"``'s weight decay per unit of the rows' mean squared norm (also kept as
-        ``mu_factor_``, None for a numeric ``mu``): ``given``, ``mu_factor``, a warm start's (its
+        ``mu_factor_``, None for a numeric ``mu``): ``mu_factor``, a warm start's (its
         ``mu_choice_`` kept), chosen on held-out rows of ``X`` where :func:`.mu_choice.applies`
         (recorded in ``mu_choice_``; ``monitor`` watches its fits), else the first candidate."""
-        if given is None and self.mu_factor is not None:
+        given = None
+        if self.mu_factor is not None:
             given, self.mu_choice_ = float(self.mu_factor), None
-        if given is None and warm is not None:
+        elif warm is not None:
             given = warm.mu_factor
         if given is None:
             self.mu_choice_ = None

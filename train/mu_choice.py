@@ -66,11 +66,10 @@ def choose(estimator: Any, X: np.ndarray, y_index: np.ndarray, kind: str,
         return stopped[-1]
 
     for factor in CANDIDATES:
-        candidate = clone(estimator).set_params(preprocess=kind, verbose=0, warm_start=False)
+        candidate = clone(estimator).set_params(preprocess=kind, mu_factor=factor, verbose=0, warm_start=False)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", ConvergenceWarning)  # the final fit reports its own
-            candidate._fit(X[fit_rows], labels[fit_rows], monitor=None if monitor is None else watched,
-                           mu_factor=factor)
+            candidate._fit(X[fit_rows], labels[fit_rows], monitor=None if monitor is None else watched)
         if any(stopped):
             break
         scores[factor] = float(np.mean(candidate.predict(X[held_rows]) == labels[held_rows]))

@@ -323,15 +323,15 @@ def test_ctrl_c_in_the_weight_decay_choice_stops_it_and_the_final_fit(run, tmp_p
     fit = LASTClassifier._fit
     factors: list[float | None] = []
 
-    def fit_with_ctrl_c(self, X, y, monitor=None, mu_factor=None):
-        factors.append(mu_factor)
+    def fit_with_ctrl_c(self, X, y, monitor=None):
+        factors.append(self.mu_factor)
         number = len(factors)
 
         def pressed(k, estimator):
             if k == 0 and number == 2:  # the first candidate (the first call is the final fit's own)
                 signal.raise_signal(signal.SIGINT)
             return monitor is not None and monitor(k, estimator)
-        return fit(self, X, y, monitor=pressed, mu_factor=mu_factor)
+        return fit(self, X, y, monitor=pressed)
 
     monkeypatch.setattr(LASTClassifier, "_fit", fit_with_ctrl_c)
     code, out, err = run("train", *LAST, "--preprocess", "l2", "--json", "--out", tmp_path / "m.npz")
