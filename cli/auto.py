@@ -15,8 +15,6 @@ from typing import Any
 
 from .holdout import StopOnInterrupt, choose_on_holdout, cluster_backend, search_jobs
 
-AUTO_PREPROCESS = ["l2", "standardize"]  # lastedge.train.model_search.DEFAULT_PREPROCESS
-AUTO_MU_FACTORS = [0.1, 0.3, 0.0, 1.0]  # lastedge.train.model_search.AUTO_MU_FACTORS (no torch import here)
 
 
 def add_auto_options(p: argparse.ArgumentParser) -> None:
@@ -36,10 +34,9 @@ def add_auto_options(p: argparse.ArgumentParser) -> None:
 def auto_grid(args: argparse.Namespace) -> list[dict[str, Any]]:
     """The ``--auto`` candidates, in the order they are tried: LASTClassifierCV's (each weight
     decay, each preprocessing for each), less what the command line fixed."""
-    preprocess = [args.preprocess] if args.preprocess else AUTO_PREPROCESS
-    if args.mu:
-        return [{"mu": mu, "preprocess": p} for mu in args.mu for p in preprocess]
-    return [{"mu_factor": factor, "preprocess": p} for factor in AUTO_MU_FACTORS for p in preprocess]
+    from lastedge.train.model_search import DEFAULT_PREPROCESS, settings_candidates  # torch: at fit time only
+
+    return settings_candidates([args.preprocess] if args.preprocess else DEFAULT_PREPROCESS, args.mu or "auto")
 
 
 def choose_auto(estimator: Any, args: argparse.Namespace, data: Any) -> dict[str, Any] | None:

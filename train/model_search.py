@@ -37,8 +37,8 @@ def settings_candidates(preprocess: Sequence[str] = DEFAULT_PREPROCESS,
     if isinstance(mu, str):
         if mu != "auto":
             raise ValueError(f"mu must be 'auto' or a non-empty sequence of non-negative numbers, got {mu!r}")
-        return [{"preprocess": p, "mu_factor": factor} for factor in AUTO_MU_FACTORS for p in preprocess]
-    return [{"preprocess": p, "mu": float(m)} for m in mu for p in preprocess]
+        return [{"mu_factor": factor, "preprocess": p} for factor in AUTO_MU_FACTORS for p in preprocess]
+    return [{"mu": float(m), "preprocess": p} for m in mu for p in preprocess]
 
 
 class RefittedBest:
